@@ -1,0 +1,383 @@
+//! Strict parsing of tool-call arguments.
+//!
+//! `serde_json` keeps the last of two equal keys, accepts a leading BOM in
+//! some paths, and says little about why text is not JSON. An executor in
+//! another language may read the first of two keys, so the value we validate
+//! would not be the value that runs. This parser builds the object itself,
+//! refuses duplicate keys and excess depth, and classifies every failure into
+//! a stable [`ArgumentErrorReason`].
+
+use std::fmt;
+
+use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use crate::detect::limits::Limits;
+use crate::model::{ArgumentError, ArgumentErrorReason, Arguments};
+use crate::verdict::ViolationCode;
+
+const DUPLICATE_MARKER: &str = "\u{1}duplicate key:";
+const DEPTH_MARKER: &str = "\u{1}too deep";
+
+/// Parse a call's arguments text (an OpenAI `arguments` string, the JSON text
+/// of an inline object, concatenated stream fragments) into an object.
+///
+/// An empty text means `{}`. Anything else must be exactly one JSON object
+/// with unique keys, no deeper than `limits.max_depth` and no larger than
+/// `limits.max_argument_bytes`.
+#[must_use]
+pub fn parse_arguments(text: &str, limits: &Limits) -> Arguments {
+    match parse_object(text, limits) {
+        Ok(map) => Arguments::Object(map),
+        Err(err) => Arguments::Invalid(err),
+    }
+}
+
+/// [`parse_arguments`] as a `Result`.
+pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, ArgumentError> {
+    if text.is_empty() {
+        return Ok(Map::new());
+    }
+    if text.len() > limits.max_argument_bytes {
+        return Err(error(
+            ArgumentErrorReason::TooLarge,
+            format!(
+                "arguments are {} bytes, more than max_argument_bytes ({})",
+                text.len(),
+                limits.max_argument_bytes
+            ),
+        ));
+    }
+    if text.starts_with('\u{feff}') {
+        return Err(error(
+            ArgumentErrorReason::ByteOrderMark,
+            "arguments start with a byte order mark (U+FEFF)",
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let seed = StrictValue {
+        depth_left: limits.max_depth,
+    };
+    let value = seed
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|err| classify(text, &err, limits))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(error(
+            ArgumentErrorReason::NotObject,
+            format!("arguments are a JSON {}, not an object", json_type(&other)),
+        )),
+    }
+}
+
+/// Build an [`ArgumentError`] with the code its reason maps to.
+pub(crate) fn error(reason: ArgumentErrorReason, message: impl Into<String>) -> ArgumentError {
+    let code = match reason {
+        ArgumentErrorReason::DuplicateKey => ViolationCode::DuplicateArgumentKey,
+        ArgumentErrorReason::TooLarge | ArgumentErrorReason::TooDeep => {
+            ViolationCode::InputLimitExceeded
+        }
+        ArgumentErrorReason::NotJson
+        | ArgumentErrorReason::NotObject
+        | ArgumentErrorReason::ByteOrderMark
+        | ArgumentErrorReason::NonFiniteNumber
+        | ArgumentErrorReason::LoneSurrogate
+        | ArgumentErrorReason::TrailingCharacters
+        | ArgumentErrorReason::Incomplete
+        | ArgumentErrorReason::Conflicting => ViolationCode::MalformedArguments,
+    };
+    ArgumentError {
+        code,
+        reason,
+        message: message.into(),
+    }
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn classify(text: &str, err: &serde_json::Error, limits: &Limits) -> ArgumentError {
+    let message = err.to_string();
+    let position = format!("line {} column {}", err.line(), err.column());
+    if let Some(rest) = message.strip_prefix(DUPLICATE_MARKER) {
+        let key = rest.split(" at line ").next().unwrap_or_default();
+        return error(
+            ArgumentErrorReason::DuplicateKey,
+            format!("argument key '{}' appears more than once ({position})", clip(key)),
+        );
+    }
+    if message.starts_with(DEPTH_MARKER) || message.starts_with("recursion limit exceeded") {
+        return error(
+            ArgumentErrorReason::TooDeep,
+            format!(
+                "arguments nest deeper than max_depth ({}) ({position})",
+                limits.max_depth.min(super::limits::HARD_MAX_DEPTH)
+            ),
+        );
+    }
+    if message.contains("surrogate") || message.starts_with("invalid unicode code point") {
+        return error(
+            ArgumentErrorReason::LoneSurrogate,
+            format!("arguments hold an unpaired UTF-16 surrogate escape ({position})"),
+        );
+    }
+    if message.starts_with("number out of range") || has_non_finite_literal(text) {
+        return error(
+            ArgumentErrorReason::NonFiniteNumber,
+            format!("arguments hold NaN, Infinity or an out-of-range number, which JSON does not allow ({position})"),
+        );
+    }
+    if message.starts_with("trailing characters") {
+        return error(
+            ArgumentErrorReason::TrailingCharacters,
+            format!("arguments hold more text after the JSON object ({position})"),
+        );
+    }
+    if err.is_eof() {
+        return error(
+            ArgumentErrorReason::NotJson,
+            format!("arguments are not valid JSON: the text ends early ({position})"),
+        );
+    }
+    error(
+        ArgumentErrorReason::NotJson,
+        format!("arguments are not valid JSON ({position})"),
+    )
+}
+
+/// Whether a bare `NaN` or `Infinity` token appears outside string literals.
+fn has_non_finite_literal(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if bytes[i..].starts_with(b"NaN") || bytes[i..].starts_with(b"Infinity") {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Keys are names, not values, but they are bounded all the same.
+fn clip(key: &str) -> String {
+    const MAX: usize = 64;
+    if key.len() <= MAX {
+        return key.to_owned();
+    }
+    let mut end = MAX;
+    while !key.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &key[..end])
+}
+
+/// Builds a `Value`, refusing duplicate keys and nesting past a depth.
+struct StrictValue {
+    depth_left: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        Number::from_f64(v)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let depth_left = self.enter::<A::Error>()?;
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element_seed(StrictValue { depth_left })? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let depth_left = self.enter::<A::Error>()?;
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if map.contains_key(&key) {
+                return Err(A::Error::custom(format_args!("{DUPLICATE_MARKER}{key}")));
+            }
+            let value = access.next_value_seed(StrictValue { depth_left })?;
+            map.insert(key, value);
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+impl StrictValue {
+    fn enter<E: serde::de::Error>(&self) -> Result<usize, E> {
+        self.depth_left
+            .checked_sub(1)
+            .ok_or_else(|| E::custom(DEPTH_MARKER))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(text: &str) -> ArgumentErrorReason {
+        match parse_arguments(text, &Limits::default()) {
+            Arguments::Invalid(err) => err.reason,
+            other => panic!("{text:?} parsed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_text_is_an_empty_object() {
+        assert_eq!(
+            parse_arguments("", &Limits::default()),
+            Arguments::Object(Map::new())
+        );
+    }
+
+    #[test]
+    fn objects_parse_in_order() {
+        let args = parse_arguments(r#"{"b":1,"a":{"c":[1,2.5,"x"]}}"#, &Limits::default());
+        let map = args.as_object().unwrap();
+        assert_eq!(map.keys().collect::<Vec<_>>(), ["b", "a"]);
+        assert_eq!(map["a"]["c"][1], 2.5);
+    }
+
+    #[test]
+    fn each_defect_has_its_reason() {
+        assert_eq!(reason("   "), ArgumentErrorReason::NotJson);
+        assert_eq!(reason("city=Paris"), ArgumentErrorReason::NotJson);
+        assert_eq!(reason(r#"{"a":1"#), ArgumentErrorReason::NotJson);
+        assert_eq!(reason("[1,2]"), ArgumentErrorReason::NotObject);
+        assert_eq!(reason(r#""{\"a\":1}""#), ArgumentErrorReason::NotObject);
+        assert_eq!(reason("null"), ArgumentErrorReason::NotObject);
+        assert_eq!(reason("\u{feff}{}"), ArgumentErrorReason::ByteOrderMark);
+        assert_eq!(reason(r#"{"a":NaN}"#), ArgumentErrorReason::NonFiniteNumber);
+        assert_eq!(reason(r#"{"a":-Infinity}"#), ArgumentErrorReason::NonFiniteNumber);
+        assert_eq!(reason(r#"{"a":1e999}"#), ArgumentErrorReason::NonFiniteNumber);
+        assert_eq!(reason(r#"{"a":"\ud800"}"#), ArgumentErrorReason::LoneSurrogate);
+        assert_eq!(reason(r#"{"a":"\udc00x"}"#), ArgumentErrorReason::LoneSurrogate);
+        assert_eq!(reason(r#"{"a":1}{"a":2}"#), ArgumentErrorReason::TrailingCharacters);
+        assert_eq!(reason(r#"{"a":1,"a":2}"#), ArgumentErrorReason::DuplicateKey);
+        assert_eq!(reason(r#"{"o":{"k":1,"k":1}}"#), ArgumentErrorReason::DuplicateKey);
+    }
+
+    #[test]
+    fn a_nan_inside_a_string_is_not_a_number() {
+        let args = parse_arguments(r#"{"a":"NaN Infinity"}"#, &Limits::default());
+        assert!(args.as_object().is_some());
+    }
+
+    #[test]
+    fn paired_surrogates_are_fine() {
+        let args = parse_arguments(r#"{"a":"\ud83d\ude00"}"#, &Limits::default());
+        assert_eq!(args.as_object().unwrap()["a"], "\u{1f600}");
+    }
+
+    #[test]
+    fn duplicate_keys_name_the_key_and_map_to_their_code() {
+        let err = parse_object(r#"{"to":"a","to":"b"}"#, &Limits::default()).unwrap_err();
+        assert_eq!(err.code, ViolationCode::DuplicateArgumentKey);
+        assert!(err.message.contains("'to'"), "{}", err.message);
+        assert!(!err.message.contains('"'));
+    }
+
+    #[test]
+    fn depth_and_size_limits_hold() {
+        let limits = Limits {
+            max_depth: 3,
+            max_argument_bytes: 32,
+            ..Limits::default()
+        };
+        assert!(parse_object(r#"{"a":{"b":[1]}}"#, &limits).is_ok());
+        let err = parse_object(r#"{"a":{"b":[[1]]}}"#, &limits).unwrap_err();
+        assert_eq!(
+            (err.code, err.reason),
+            (ViolationCode::InputLimitExceeded, ArgumentErrorReason::TooDeep)
+        );
+        let err = parse_object(&format!(r#"{{"a":"{}"}}"#, "x".repeat(40)), &limits).unwrap_err();
+        assert_eq!(err.reason, ArgumentErrorReason::TooLarge);
+    }
+
+    #[test]
+    fn very_deep_input_is_an_error_not_a_stack_overflow() {
+        let text = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let limits = Limits {
+            max_depth: usize::MAX,
+            max_argument_bytes: usize::MAX,
+            ..Limits::default()
+        };
+        assert_eq!(
+            parse_object(&text, &limits).unwrap_err().reason,
+            ArgumentErrorReason::TooDeep
+        );
+    }
+
+    #[test]
+    fn messages_never_echo_values() {
+        for text in [r#"{"password":"hunter2","password":"x"}"#, r#"{"k":"hunter2""#] {
+            let err = parse_object(text, &Limits::default()).unwrap_err();
+            assert!(!err.message.contains("hunter2"), "{}", err.message);
+        }
+    }
+}

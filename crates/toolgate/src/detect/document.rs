@@ -1,0 +1,373 @@
+//! One JSON document: find its shape and hand each part to its format's
+//! reader.
+//!
+//! Every object is read once into [`Obj`], a borrowed struct of the keys any
+//! format uses; the rest of the document is skipped, never built into a
+//! tree. The first shape that matches wins, so one object is never read as
+//! two formats (a Vercel result holds the same calls in `response.messages`,
+//! `steps` and `content`: only the first is read).
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::detect::collect::Collector;
+use crate::detect::{
+    anthropic, bedrock, gemini, generic, mcp, openai_chat, openai_responses, vercel,
+};
+use crate::model::Format;
+use crate::verdict::ViolationCode;
+
+/// Why a body is not one JSON document.
+#[derive(Debug)]
+pub(crate) enum NotOne {
+    /// One document followed by more: a sequence of events.
+    Sequence,
+    Invalid(serde_json::Error),
+}
+
+/// The keys of an object that any reader looks at. Fields are borrowed:
+/// nested values stay raw text until a reader asks for them.
+#[derive(Debug, Default, Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
+pub(crate) struct Obj<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) role: Option<Cow<'a, str>>,
+    // OpenAI Chat
+    #[serde(borrow)]
+    pub(crate) choices: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) function: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) function_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) content: Option<&'a RawValue>,
+    // conversations
+    #[serde(borrow)]
+    pub(crate) messages: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) message: Option<&'a RawValue>,
+    // OpenAI Responses, spans, generic
+    #[serde(borrow)]
+    pub(crate) output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) params: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) parameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) args: Option<&'a RawValue>,
+    // Gemini
+    #[serde(borrow)]
+    pub(crate) candidates: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) contents: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) parts: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) functionCall: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) functionResponse: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) function_response: Option<&'a RawValue>,
+    // Anthropic (a lone block)
+    #[serde(borrow)]
+    pub(crate) tool_use_id: Option<Cow<'a, str>>,
+    // Bedrock
+    #[serde(borrow)]
+    pub(crate) toolUse: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) toolResult: Option<&'a RawValue>,
+    // Vercel AI SDK
+    #[serde(borrow)]
+    pub(crate) toolName: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolCalls: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) response: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) steps: Option<&'a RawValue>,
+    // MCP / JSON-RPC
+    #[serde(borrow)]
+    pub(crate) jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) tools: Option<&'a RawValue>,
+    // results and their status
+    #[serde(borrow)]
+    pub(crate) toolCallId: Option<Cow<'a, str>>,
+    pub(crate) is_error: Option<bool>,
+    pub(crate) isError: Option<bool>,
+    #[serde(borrow)]
+    pub(crate) status: Option<Cow<'a, str>>,
+    // custom and hosted calls
+    #[serde(borrow)]
+    pub(crate) custom: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) action: Option<&'a RawValue>,
+}
+
+/// Read one whole document into `out`.
+pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
+    let mut de = serde_json::Deserializer::from_str(body);
+    let root: &RawValue = Deserialize::deserialize(&mut de).map_err(NotOne::Invalid)?;
+    if de.end().is_err() {
+        return Err(NotOne::Sequence);
+    }
+    if let Err(err) = value(root, out) {
+        out.violation(
+            super::code_of(&err),
+            super::json_error_message("the payload", &err),
+        );
+    } else if out.format().is_none() {
+        out.violation(
+            ViolationCode::MalformedPayload,
+            "the payload is JSON but holds no tool-call format toolgate knows",
+        );
+    }
+    Ok(())
+}
+
+pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
+
+/// Parse a raw value into a typed, borrowed view.
+pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T> {
+    serde_json::from_str(raw.get())
+}
+
+/// The raw values of a JSON array; an empty list for `null` or anything
+/// that is not an array.
+pub(crate) fn items(raw: Option<&RawValue>) -> Result<Vec<&RawValue>> {
+    match raw {
+        Some(raw) if is_array(raw) => parse(raw),
+        _ => Ok(Vec::new()),
+    }
+}
+
+pub(crate) fn is_array(raw: &RawValue) -> bool {
+    raw.get().starts_with('[')
+}
+
+pub(crate) fn is_object(raw: &RawValue) -> bool {
+    raw.get().starts_with('{')
+}
+
+/// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
+pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let raw = raw?;
+    let text = raw.get();
+    match text.as_bytes().first()? {
+        b'"' => serde_json::from_str::<Cow<'_, str>>(text).ok(),
+        b'-' | b'0'..=b'9' => Some(Cow::Borrowed(text)),
+        _ => None,
+    }
+}
+
+/// Read any value: an object by its shape, an array element by element.
+pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
+    if is_array(raw) {
+        for item in items(Some(raw))? {
+            value(item, out)?;
+        }
+        // An empty list is an empty conversation: recognised, no calls.
+        if raw.get()[1..].trim_start().starts_with(']') {
+            out.saw(Format::Generic);
+        }
+        Ok(())
+    } else if is_object(raw) {
+        object(&parse(raw)?, out)
+    } else {
+        Ok(())
+    }
+}
+
+/// Read one object by its shape. The order of the checks is the priority.
+pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
+    let kind = o.kind.as_deref();
+    if o.jsonrpc.is_some() || o.method.is_some() {
+        return mcp::message(o, out);
+    }
+    if let Some(choices) = o.choices {
+        return openai_chat::choices(choices, out);
+    }
+    if let Some(candidates) = o.candidates {
+        return gemini::candidates(candidates, out);
+    }
+    if let Some(contents) = o.contents {
+        return gemini::contents(contents, out);
+    }
+    if o.role.is_some() || kind == Some("message") {
+        return message(o, out);
+    }
+    if let Some(messages) = o.messages {
+        return conversation(messages, out);
+    }
+    if let Some(output) = o.output {
+        if is_array(output) {
+            return openai_responses::items(output, out, Format::OpenAiResponses);
+        }
+        if o.name.is_none() && o.toolName.is_none() && o.call_id.is_none() {
+            if let Some(input) = o.input.filter(|i| is_object(i) || is_array(i)) {
+                // A trace span: the request, then the response.
+                value(input, out)?;
+            }
+            return wrapper(output, out);
+        }
+    }
+    if let Some(input) = o.input.filter(|i| is_array(i)) {
+        if o.name.is_none() && o.toolName.is_none() {
+            return openai_responses::items(input, out, Format::OpenAiResponses);
+        }
+    }
+    if let Some(message) = o.message.filter(|m| is_object(m)) {
+        // Bedrock Converse `output.message`, or any `{message: {...}}`.
+        return value(message, out);
+    }
+    if let Some(response) = o.response.filter(|r| is_object(r)) {
+        return wrapper(response, out);
+    }
+    if let Some(steps) = o.steps.filter(|s| is_array(s)) {
+        return vercel::steps(steps, out);
+    }
+    if let Some(kind) = kind {
+        if openai_responses::is_item_type(kind) {
+            return openai_responses::item(o, out, Format::OpenAiResponses);
+        }
+    }
+    if o.kind.is_some() && block(o, out)? {
+        return Ok(());
+    }
+    if let Some(content) = o.content.filter(|c| is_array(c)) {
+        // A role-less list of content blocks (a Vercel result's `content`).
+        return blocks(content, out, Format::Anthropic);
+    }
+    if let Some(calls) = o.toolCalls {
+        return vercel::tool_calls(calls, out);
+    }
+    if let Some(calls) = o.tool_calls {
+        return generic::tool_calls(calls, out, Format::Generic);
+    }
+    if o.toolUse.is_some() || o.toolResult.is_some() {
+        return bedrock::block(o, out);
+    }
+    if o.functionCall.is_some() || o.functionResponse.is_some() || o.function_response.is_some()
+    {
+        return gemini::part(o, out);
+    }
+    if let Some(function) = o.function.or(o.function_call) {
+        if is_object(function) {
+            return generic::function(o.id, function, out);
+        }
+    }
+    generic::call(o, out)
+}
+
+/// An object that only wraps the payload (`output`, `response`): read what
+/// it holds.
+fn wrapper(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
+    value(raw, out)
+}
+
+/// A list of messages of any format: every turn in order.
+pub(crate) fn conversation(messages: &RawValue, out: &mut Collector<'_>) -> Result<()> {
+    out.saw(Format::Generic);
+    for raw in items(Some(messages))? {
+        if is_object(raw) {
+            message(&parse(raw)?, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// One message of any format: its calls and results are in `tool_calls`,
+/// `content` or `parts`.
+pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
+    out.next_turn();
+    let role = o.role.as_deref();
+    if role == Some("tool") || role == Some("function") {
+        match o.content {
+            // A Vercel `role: tool` message holds `tool-result` parts.
+            Some(content) if o.tool_call_id.is_none() && is_array(content) => {
+                blocks(content, out, Format::VercelAi)?;
+            }
+            _ => openai_chat::result(o, out),
+        }
+        return Ok(());
+    }
+    if let Some(calls) = o.tool_calls {
+        generic::tool_calls(calls, out, Format::OpenAiChat)?;
+    }
+    if let Some(function) = o.function_call.filter(|f| is_object(f)) {
+        generic::function(None, function, out)?;
+    }
+    if let Some(content) = o.content.filter(|c| is_array(c)) {
+        blocks(content, out, Format::Anthropic)?;
+    }
+    if let Some(parts) = o.parts {
+        gemini::parts(parts, out)?;
+    }
+    out.saw(Format::OpenAiChat);
+    Ok(())
+}
+
+/// A list of content blocks: Anthropic, Bedrock, Vercel, Gemini parts.
+pub(crate) fn blocks(content: &RawValue, out: &mut Collector<'_>, saw: Format) -> Result<()> {
+    out.saw(saw);
+    for raw in items(Some(content))? {
+        if is_object(raw) {
+            let b: Obj<'_> = parse(raw)?;
+            if !block(&b, out)? {
+                if b.toolUse.is_some() || b.toolResult.is_some() {
+                    bedrock::block(&b, out)?;
+                } else if b.functionCall.is_some()
+                    || b.function_call.is_some()
+                    || b.functionResponse.is_some()
+                    || b.function_response.is_some()
+                {
+                    gemini::part(&b, out)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One typed block (`type: tool_use`, `tool-call`, `function_call`, ...).
+/// Returns false when the type is not a call or result type.
+pub(crate) fn block(b: &Obj<'_>, out: &mut Collector<'_>) -> Result<bool> {
+    let Some(kind) = b.kind.as_deref() else {
+        return Ok(false);
+    };
+    match kind {
+        "tool_use" | "server_tool_use" | "mcp_tool_use" | "tool_result" => {
+            anthropic::block(b, kind, out)?;
+        }
+        "tool-call" | "tool-result" => vercel::part(b, kind, out)?,
+        _ if openai_responses::is_item_type(kind) => {
+            openai_responses::item(b, out, Format::OpenAiResponses)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}

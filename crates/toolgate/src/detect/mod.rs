@@ -1,0 +1,146 @@
+//! Bytes to tool calls: find the wire format, then read every call and
+//! result in order.
+//!
+//! [`detect`] takes a whole body: one JSON document (a response, a request,
+//! a message, a message list, an array of calls), a `text/event-stream`
+//! body, or a sequence of JSON documents (JSON lines, Bedrock ConverseStream
+//! events). [`Assembler`] reads a stream chunk by chunk for the gateway.
+//! Nothing here panics on bad input: it becomes a [`Violation`].
+
+mod anthropic;
+pub mod args;
+mod bedrock;
+mod collect;
+mod document;
+mod gemini;
+mod generic;
+pub mod limits;
+mod mcp;
+mod openai_chat;
+mod openai_responses;
+pub mod sse;
+pub mod stream;
+mod vercel;
+
+use serde::Serialize;
+
+pub use self::args::{parse_arguments, parse_object};
+pub use self::limits::Limits;
+pub use self::stream::{Assembler, StreamEvent};
+use self::collect::Collector;
+use crate::model::{Format, Framing, ToolCall, ToolResult};
+use crate::verdict::{Violation, ViolationCode};
+
+/// What [`detect`] found in a payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Detection {
+    /// The wire format of the payload (of its first recognised part);
+    /// `None` when nothing was recognised.
+    pub format: Option<Format>,
+    pub framing: Framing,
+    /// Every tool call, in order.
+    pub calls: Vec<ToolCall>,
+    /// Every tool result, in order.
+    pub results: Vec<ToolResult>,
+    /// Problems with the payload as a whole (`malformed_payload`,
+    /// `input_limit_exceeded`). Problems with one call's arguments are on
+    /// the call.
+    pub violations: Vec<Violation>,
+}
+
+impl Detection {
+    /// No payload-level violation and every call's arguments readable.
+    #[must_use]
+    pub fn is_clean(&self) -> bool {
+        self.violations.is_empty() && self.calls.iter().all(|c| c.arguments.error().is_none())
+    }
+}
+
+/// Read the tool calls and results of a payload, with the default limits.
+#[must_use]
+pub fn detect(bytes: &[u8]) -> Detection {
+    detect_with(bytes, &Limits::default())
+}
+
+/// Read the tool calls and results of a payload within `limits`.
+#[must_use]
+pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
+    let mut out = Collector::new(limits);
+    if bytes.len() > limits.max_payload_bytes {
+        out.violation(
+            ViolationCode::InputLimitExceeded,
+            format!(
+                "the payload is {} bytes, more than max_payload_bytes ({})",
+                bytes.len(),
+                limits.max_payload_bytes
+            ),
+        );
+        return out.finish(Framing::Json);
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        out.violation(ViolationCode::MalformedPayload, "the payload is not UTF-8 text");
+        return out.finish(Framing::Json);
+    };
+    // A byte order mark marks the file's encoding, not its content.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let body = text.trim_start();
+    match body.as_bytes().first() {
+        None => {
+            out.violation(ViolationCode::MalformedPayload, "the payload is empty");
+            out.finish(Framing::Json)
+        }
+        Some(b'{' | b'[') => match document::read(body, &mut out) {
+            Ok(()) => out.finish(Framing::Json),
+            Err(document::NotOne::Sequence) => {
+                stream::read_whole(body, Framing::JsonSequence, limits)
+            }
+            Err(document::NotOne::Invalid(err)) => {
+                out.violation(code_of(&err), json_error_message("the payload", &err));
+                out.finish(Framing::Json)
+            }
+        },
+        Some(_) if sse::looks_like_sse(body) => stream::read_whole(body, Framing::Sse, limits),
+        Some(_) => {
+            out.violation(
+                ViolationCode::MalformedPayload,
+                "the payload is neither JSON nor a text/event-stream body",
+            );
+            out.finish(Framing::Json)
+        }
+    }
+}
+
+/// `input_limit_exceeded` for nesting past the parser's bound, else
+/// `malformed_payload`.
+pub(crate) fn code_of(err: &serde_json::Error) -> ViolationCode {
+    if err.to_string().starts_with("recursion limit exceeded") {
+        ViolationCode::InputLimitExceeded
+    } else {
+        ViolationCode::MalformedPayload
+    }
+}
+
+/// A message for a JSON error that names the position, never the content.
+pub(crate) fn json_error_message(what: &str, err: &serde_json::Error) -> String {
+    let position = format!("line {} column {}", err.line(), err.column());
+    let text = err.to_string();
+    if text.starts_with("recursion limit exceeded") {
+        return format!(
+            "{what} nests deeper than {} levels ({position})",
+            limits::HARD_MAX_DEPTH
+        );
+    }
+    if err.is_eof() {
+        return format!("{what} is not valid JSON: it ends early ({position})");
+    }
+    // serde's messages for typed reads name the expected shape (`invalid
+    // type: string, expected a sequence`); they quote no input beyond field
+    // names, which are keys, not values.
+    let reason = text.split(" at line ").next().unwrap_or("invalid JSON");
+    let reason = if err.is_data() {
+        reason.to_owned()
+    } else {
+        "invalid JSON".to_owned()
+    };
+    format!("{what} is not a valid tool-call payload: {reason} ({position})")
+}

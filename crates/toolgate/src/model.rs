@@ -1,0 +1,195 @@
+//! The data every front shares: tool calls and tool results read from a
+//! payload, and the wire format they came in.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::verdict::ViolationCode;
+
+/// The wire format a call or result was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Format {
+    /// OpenAI Chat Completions: responses, messages, message lists, chunks.
+    #[serde(rename = "openai_chat")]
+    OpenAiChat,
+    /// OpenAI Responses API: `function_call` and custom tool call items.
+    #[serde(rename = "openai_responses")]
+    OpenAiResponses,
+    /// Anthropic Messages: `tool_use` / `tool_result` blocks.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// Amazon Bedrock Converse: `toolUse` / `toolResult` blocks.
+    #[serde(rename = "bedrock")]
+    Bedrock,
+    /// Google Gemini: `functionCall` / `functionResponse` parts.
+    #[serde(rename = "gemini")]
+    Gemini,
+    /// Vercel AI SDK: `tool-call` parts, `toolCalls`, UI message streams.
+    #[serde(rename = "vercel_ai")]
+    VercelAi,
+    /// Model Context Protocol: JSON-RPC `tools/call` and its results.
+    #[serde(rename = "mcp")]
+    Mcp,
+    /// The seed shapes: `{name, arguments|params|parameters|args|input}`,
+    /// `toolName`, a bare `tool_calls` array of those.
+    #[serde(rename = "generic")]
+    Generic,
+}
+
+impl Format {
+    /// The stable spelling used in verdicts and reports.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::OpenAiChat => "openai_chat",
+            Format::OpenAiResponses => "openai_responses",
+            Format::Anthropic => "anthropic",
+            Format::Bedrock => "bedrock",
+            Format::Gemini => "gemini",
+            Format::VercelAi => "vercel_ai",
+            Format::Mcp => "mcp",
+            Format::Generic => "generic",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the payload was framed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Framing {
+    /// One JSON document.
+    Json,
+    /// A `text/event-stream` body.
+    Sse,
+    /// Several JSON documents one after another (JSON lines, Bedrock
+    /// ConverseStream events).
+    JsonSequence,
+}
+
+/// Who executes a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A function tool the application executes; arguments are a JSON object.
+    Function,
+    /// A custom (freeform) tool: the input is text, not JSON.
+    Custom,
+    /// A provider-hosted tool (web search, code execution, remote MCP, ...),
+    /// named by its type.
+    Hosted,
+}
+
+/// The arguments of a call, parsed strictly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Arguments {
+    /// A JSON object with unique keys, within the limits.
+    Object(Map<String, Value>),
+    /// Freeform input of a custom tool (not JSON, never JSON-validated).
+    Text(String),
+    /// Arguments that cannot be trusted: the call must be blocked.
+    Invalid(ArgumentError),
+}
+
+impl Arguments {
+    /// The object, when the arguments parsed into one.
+    #[must_use]
+    pub fn as_object(&self) -> Option<&Map<String, Value>> {
+        match self {
+            Arguments::Object(map) => Some(map),
+            Arguments::Text(_) | Arguments::Invalid(_) => None,
+        }
+    }
+
+    /// The error, when the arguments could not be read.
+    #[must_use]
+    pub fn error(&self) -> Option<&ArgumentError> {
+        match self {
+            Arguments::Invalid(err) => Some(err),
+            Arguments::Object(_) | Arguments::Text(_) => None,
+        }
+    }
+}
+
+/// Why arguments were rejected. The `code` is a contract violation code; the
+/// `reason` is a finer, equally stable, sub-code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArgumentError {
+    pub code: ViolationCode,
+    pub reason: ArgumentErrorReason,
+    /// Names the problem and its position, never an argument's value.
+    pub message: String,
+}
+
+/// The precise reason arguments were rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentErrorReason {
+    /// Text that is not JSON.
+    NotJson,
+    /// JSON, but not an object (an array, a string, a number, ...).
+    NotObject,
+    /// A leading byte order mark.
+    ByteOrderMark,
+    /// `NaN`, `Infinity` or `-Infinity`, which JSON does not allow.
+    NonFiniteNumber,
+    /// A `\uD800`-`\uDFFF` escape without its pair.
+    LoneSurrogate,
+    /// The same key twice in one object.
+    DuplicateKey,
+    /// JSON followed by more text.
+    TrailingCharacters,
+    /// A streamed call whose arguments never completed.
+    Incomplete,
+    /// A streamed call whose fragments contradict each other (two names,
+    /// two final argument texts).
+    Conflicting,
+    /// Larger than `max_argument_bytes`.
+    TooLarge,
+    /// Nested deeper than `max_depth`.
+    TooDeep,
+}
+
+/// One tool call, as the executor would receive it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    /// Position among all calls of the payload, from 0.
+    pub index: usize,
+    /// The call id (`id`, `call_id`, `toolUseId`, `toolCallId`, JSON-RPC id).
+    pub id: Option<String>,
+    /// The tool name, exactly as sent.
+    pub name: String,
+    pub kind: CallKind,
+    pub arguments: Arguments,
+    /// The arguments as received: the JSON string's text, or the JSON text of
+    /// an inline object.
+    pub raw_arguments: String,
+    pub format: Format,
+    /// The conversation turn (message or stream) the call belongs to, from 0.
+    pub turn: usize,
+}
+
+/// One tool result an application sends back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    /// Position among all results of the payload, from 0.
+    pub index: usize,
+    /// The id of the call it answers (`tool_call_id`, `tool_use_id`,
+    /// `call_id`, `toolUseId`, `toolCallId`, a Gemini `id`).
+    pub call_id: Option<String>,
+    /// The tool name, where the format carries one.
+    pub name: Option<String>,
+    /// The content as sent; `None` when the result carries none.
+    pub content: Option<Value>,
+    /// The result reports a failed execution (`is_error`, `status: error`).
+    pub is_error: bool,
+    pub format: Format,
+    /// The conversation turn (message) the result belongs to, from 0.
+    pub turn: usize,
+}

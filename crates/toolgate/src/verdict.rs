@@ -1,0 +1,142 @@
+//! Violations: what is wrong with a payload, a call or a result, with the
+//! contract's stable codes.
+
+use serde::Serialize;
+
+/// The stable violation codes of the public contract. Tests and users key
+/// on these spellings, never on messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViolationCode {
+    // Calls.
+    MalformedPayload,
+    InputLimitExceeded,
+    MalformedArguments,
+    DuplicateArgumentKey,
+    NotAllowed,
+    Forbidden,
+    MissingRequiredParam,
+    SchemaViolation,
+    UnexpectedArguments,
+    InvalidToolSchema,
+    DuplicateCallId,
+    UnauthorizedRole,
+    UnauthorizedArgument,
+    RateLimited,
+    // Expectations.
+    MissingExpectedTools,
+    UsedForbiddenTools,
+    TooFewTools,
+    TooManyTools,
+    OrderMismatch,
+    ArgMismatch,
+    NoToolCalls,
+    // Tool results.
+    ResultMissingCallId,
+    ResultUnknownCallId,
+    ResultDuplicateCallId,
+    ResultNameMismatch,
+    ResultMissingName,
+    ResultBadContent,
+    ResultMissing,
+}
+
+impl ViolationCode {
+    /// Every code, in contract order.
+    pub const ALL: [ViolationCode; 28] = [
+        ViolationCode::MalformedPayload,
+        ViolationCode::InputLimitExceeded,
+        ViolationCode::MalformedArguments,
+        ViolationCode::DuplicateArgumentKey,
+        ViolationCode::NotAllowed,
+        ViolationCode::Forbidden,
+        ViolationCode::MissingRequiredParam,
+        ViolationCode::SchemaViolation,
+        ViolationCode::UnexpectedArguments,
+        ViolationCode::InvalidToolSchema,
+        ViolationCode::DuplicateCallId,
+        ViolationCode::UnauthorizedRole,
+        ViolationCode::UnauthorizedArgument,
+        ViolationCode::RateLimited,
+        ViolationCode::MissingExpectedTools,
+        ViolationCode::UsedForbiddenTools,
+        ViolationCode::TooFewTools,
+        ViolationCode::TooManyTools,
+        ViolationCode::OrderMismatch,
+        ViolationCode::ArgMismatch,
+        ViolationCode::NoToolCalls,
+        ViolationCode::ResultMissingCallId,
+        ViolationCode::ResultUnknownCallId,
+        ViolationCode::ResultDuplicateCallId,
+        ViolationCode::ResultNameMismatch,
+        ViolationCode::ResultMissingName,
+        ViolationCode::ResultBadContent,
+        ViolationCode::ResultMissing,
+    ];
+
+    /// The contract spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViolationCode::MalformedPayload => "malformed_payload",
+            ViolationCode::InputLimitExceeded => "input_limit_exceeded",
+            ViolationCode::MalformedArguments => "malformed_arguments",
+            ViolationCode::DuplicateArgumentKey => "duplicate_argument_key",
+            ViolationCode::NotAllowed => "not_allowed",
+            ViolationCode::Forbidden => "forbidden",
+            ViolationCode::MissingRequiredParam => "missing_required_param",
+            ViolationCode::SchemaViolation => "schema_violation",
+            ViolationCode::UnexpectedArguments => "unexpected_arguments",
+            ViolationCode::InvalidToolSchema => "invalid_tool_schema",
+            ViolationCode::DuplicateCallId => "duplicate_call_id",
+            ViolationCode::UnauthorizedRole => "unauthorized_role",
+            ViolationCode::UnauthorizedArgument => "unauthorized_argument",
+            ViolationCode::RateLimited => "rate_limited",
+            ViolationCode::MissingExpectedTools => "missing_expected_tools",
+            ViolationCode::UsedForbiddenTools => "used_forbidden_tools",
+            ViolationCode::TooFewTools => "too_few_tools",
+            ViolationCode::TooManyTools => "too_many_tools",
+            ViolationCode::OrderMismatch => "order_mismatch",
+            ViolationCode::ArgMismatch => "arg_mismatch",
+            ViolationCode::NoToolCalls => "no_tool_calls",
+            ViolationCode::ResultMissingCallId => "result_missing_call_id",
+            ViolationCode::ResultUnknownCallId => "result_unknown_call_id",
+            ViolationCode::ResultDuplicateCallId => "result_duplicate_call_id",
+            ViolationCode::ResultNameMismatch => "result_name_mismatch",
+            ViolationCode::ResultMissingName => "result_missing_name",
+            ViolationCode::ResultBadContent => "result_bad_content",
+            ViolationCode::ResultMissing => "result_missing",
+        }
+    }
+}
+
+impl std::fmt::Display for ViolationCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One violation. `call` is the index of the call it concerns, `tool` the
+/// tool's name, `path` a JSON Pointer into the arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub code: ViolationCode,
+    pub call: Option<usize>,
+    pub tool: Option<String>,
+    pub path: Option<String>,
+    pub message: String,
+}
+
+impl Violation {
+    /// A violation of the payload as a whole.
+    #[must_use]
+    pub fn payload(code: ViolationCode, message: impl Into<String>) -> Self {
+        Violation {
+            code,
+            call: None,
+            tool: None,
+            path: None,
+            message: message.into(),
+        }
+    }
+}
