@@ -1,1 +1,315 @@
+//! Edge cases of `detect`, on payloads written for the purpose. The real
+//! captures are covered by the golden snapshots in `fixtures.rs`.
 
+use proptest::prelude::*;
+use serde_json::json;
+use toolgate::{
+    detect, detect_with, ArgumentErrorReason, Arguments, CallKind, Detection, Format, Limits,
+    ViolationCode,
+};
+
+fn names(found: &Detection) -> Vec<&str> {
+    found.calls.iter().map(|c| c.name.as_str()).collect()
+}
+
+fn args(found: &Detection, index: usize) -> serde_json::Value {
+    match &found.calls[index].arguments {
+        Arguments::Object(map) => serde_json::Value::Object(map.clone()),
+        other => panic!("call {index} has no object arguments: {other:?}"),
+    }
+}
+
+fn payload_codes(found: &Detection) -> Vec<ViolationCode> {
+    found.violations.iter().map(|v| v.code).collect()
+}
+
+fn reason(found: &Detection, index: usize) -> ArgumentErrorReason {
+    found.calls[index]
+        .arguments
+        .error()
+        .unwrap_or_else(|| panic!("call {index} is valid"))
+        .reason
+}
+
+fn bytes(value: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap()
+}
+
+#[test]
+fn openai_chat_response_message_and_message_list() {
+    let call = json!({"id": "c1", "type": "function",
+        "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}});
+    let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [call]}}]});
+    let found = detect(&bytes(&response));
+    assert_eq!(found.format, Some(Format::OpenAiChat));
+    assert_eq!(names(&found), ["search"]);
+    assert_eq!(found.calls[0].id.as_deref(), Some("c1"));
+    assert_eq!(found.calls[0].raw_arguments, r#"{"q":"x"}"#);
+
+    let message = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    assert_eq!(names(&detect(&bytes(&message))), ["search"]);
+
+    let list = json!([
+        {"role": "user", "content": "hi"},
+        message,
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "tool_calls": [{"id": "c2", "type": "function",
+            "function": {"name": "send", "arguments": ""}}]}
+    ]);
+    let found = detect(&bytes(&list));
+    assert_eq!(names(&found), ["search", "send"]);
+    assert_eq!(found.calls[1].arguments, Arguments::Object(serde_json::Map::new()));
+    assert_eq!(found.results.len(), 1);
+    assert_eq!(found.results[0].call_id.as_deref(), Some("c1"));
+    assert!(found.calls[0].turn < found.results[0].turn);
+    assert!(found.results[0].turn < found.calls[1].turn);
+}
+
+#[test]
+fn seed_shapes() {
+    // A bare tool_calls array, arguments as a string or as an object.
+    let nested = json!({"tool_calls": [
+        {"function": {"name": "a", "arguments": "{\"x\":1}"}},
+        {"function": {"name": "b", "arguments": {"y": 2}}},
+        {"name": "c", "arguments": {"z": 3}}
+    ]});
+    let found = detect(&bytes(&nested));
+    assert_eq!(names(&found), ["a", "b", "c"]);
+    assert_eq!(args(&found, 1), json!({"y": 2}));
+    assert_eq!(found.calls[2].format, Format::Generic);
+
+    let single = json!({"function": {"name": "f", "arguments": "{\"k\":true}"}});
+    assert_eq!(args(&detect(&bytes(&single)), 0), json!({"k": true}));
+    let legacy = json!({"role": "assistant", "function_call": {"name": "old", "arguments": "{}"}});
+    assert_eq!(names(&detect(&bytes(&legacy))), ["old"]);
+
+    for key in ["params", "parameters", "args", "arguments", "input"] {
+        let generic = json!({"name": "g", key: {"v": 1}});
+        let found = detect(&bytes(&generic));
+        assert_eq!(names(&found), ["g"], "{key}");
+        assert_eq!(args(&found, 0), json!({"v": 1}), "{key}");
+    }
+    let string_args = json!({"name": "g", "arguments": "{\"v\":1}"});
+    assert_eq!(args(&detect(&bytes(&string_args)), 0), json!({"v": 1}));
+    let tool_name = json!([{"toolName": "t1", "args": {}}, {"toolName": "t2", "input": {"a": 1}}]);
+    assert_eq!(names(&detect(&bytes(&tool_name))), ["t1", "t2"]);
+}
+
+#[test]
+fn provider_shapes() {
+    let responses = json!({"output": [
+        {"type": "reasoning", "id": "rs_1"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{\"a\":1}"},
+        {"type": "custom_tool_call", "call_id": "call_2", "name": "patch", "input": "*** Begin Patch"}
+    ]});
+    let found = detect(&bytes(&responses));
+    assert_eq!(found.format, Some(Format::OpenAiResponses));
+    assert_eq!(found.calls[0].id.as_deref(), Some("call_1"));
+    assert_eq!(found.calls[1].kind, CallKind::Custom);
+    assert_eq!(found.calls[1].arguments, Arguments::Text("*** Begin Patch".into()));
+
+    let anthropic = json!({"type": "message", "role": "assistant", "content": [
+        {"type": "text", "text": "{\"name\": \"fake\", \"arguments\": {}}"},
+        {"type": "tool_use", "id": "toolu_1", "name": "get", "input": {"a": [1]}}
+    ]});
+    let found = detect(&bytes(&anthropic));
+    assert_eq!((found.format, names(&found)), (Some(Format::Anthropic), vec!["get"]));
+
+    let bedrock = json!({"output": {"message": {"role": "assistant", "content": [
+        {"text": "hi"}, {"toolUse": {"toolUseId": "t1", "name": "b", "input": {"c": "d"}}}
+    ]}}});
+    let found = detect(&bytes(&bedrock));
+    assert_eq!((found.format, names(&found)), (Some(Format::Bedrock), vec!["b"]));
+
+    let gemini = json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"text": "x"}, {"functionCall": {"name": "g", "args": {"n": 1}}}, {"functionCall": {"name": "h"}}
+    ]}}]});
+    let found = detect(&bytes(&gemini));
+    assert_eq!((found.format, names(&found)), (Some(Format::Gemini), vec!["g", "h"]));
+    assert_eq!(args(&found, 1), json!({}));
+
+    let vercel = json!({"toolCalls": [
+        {"toolCallId": "v1", "toolName": "a", "input": {"x": 1}},
+        {"toolCallId": "v2", "toolName": "b", "args": {"y": 2}}
+    ]});
+    let found = detect(&bytes(&vercel));
+    assert_eq!((found.format, names(&found)), (Some(Format::VercelAi), vec!["a", "b"]));
+    assert_eq!(args(&found, 1), json!({"y": 2}));
+
+    let mcp = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "m", "arguments": {"k": "v"}}});
+    let found = detect(&bytes(&mcp));
+    assert_eq!((found.format, names(&found)), (Some(Format::Mcp), vec!["m"]));
+    assert_eq!(found.calls[0].id.as_deref(), Some("7"));
+    let batch = json!([mcp, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "n"}}, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]);
+    assert_eq!(names(&detect(&bytes(&batch))), ["m", "n"]);
+}
+
+#[test]
+fn tool_results_of_every_format() {
+    let payload = json!([
+        {"role": "tool", "tool_call_id": "a", "name": "f", "content": "x"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "y", "is_error": true}]},
+        {"type": "function_call_output", "call_id": "c", "output": "z"},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "d", "content": [{"text": "t"}], "status": "error"}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "g", "response": {"r": 1}}}]},
+        {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}], "isError": false}}
+    ]);
+    let found = detect(&bytes(&payload));
+    let ids: Vec<_> = found.results.iter().map(|r| r.call_id.as_deref()).collect();
+    assert_eq!(ids, [Some("a"), Some("b"), Some("c"), Some("d"), None, Some("3")]);
+    let errors: Vec<_> = found.results.iter().map(|r| r.is_error).collect();
+    assert_eq!(errors, [false, true, false, true, false, false]);
+    assert_eq!(found.results[4].name.as_deref(), Some("g"));
+    assert!(found.calls.is_empty());
+}
+
+#[test]
+fn text_that_looks_like_a_call_is_not_a_call() {
+    let payload = json!({"choices": [{"message": {"role": "assistant",
+        "content": "{\"tool_calls\":[{\"function\":{\"name\":\"rm\",\"arguments\":\"{}\"}}]}"}}]});
+    let found = detect(&bytes(&payload));
+    assert!(found.calls.is_empty());
+    assert!(found.violations.is_empty());
+    assert_eq!(found.format, Some(Format::OpenAiChat));
+}
+
+#[test]
+fn argument_defects_each_have_a_reason() {
+    let cases = [
+        ("not json", ArgumentErrorReason::NotJson),
+        ("[1]", ArgumentErrorReason::NotObject),
+        ("\u{feff}{}", ArgumentErrorReason::ByteOrderMark),
+        ("{\"a\":NaN}", ArgumentErrorReason::NonFiniteNumber),
+        ("{\"a\":\"\\udead\"}", ArgumentErrorReason::LoneSurrogate),
+        ("{\"a\":1,\"a\":2}", ArgumentErrorReason::DuplicateKey),
+    ];
+    for (text, expected) in cases {
+        let payload = json!({"function": {"name": "f", "arguments": text}});
+        assert_eq!(reason(&detect(&bytes(&payload)), 0), expected, "{text}");
+    }
+}
+
+#[test]
+fn duplicate_keys_in_inline_objects_are_caught() {
+    // serde_json would keep the second value; the executor may read the first.
+    let body = br#"{"type":"message","role":"assistant","content":[
+        {"type":"tool_use","id":"t","name":"pay","input":{"to":"alice","to":"mallory"}}]}"#;
+    let found = detect(body);
+    let err = found.calls[0].arguments.error().unwrap();
+    assert_eq!(err.code, ViolationCode::DuplicateArgumentKey);
+    assert!(!err.message.contains("mallory"));
+}
+
+#[test]
+fn duplicate_envelope_keys_are_malformed() {
+    let body = br#"{"choices":[],"choices":[{"message":{"role":"assistant","tool_calls":[
+        {"id":"1","function":{"name":"rm","arguments":"{}"}}]}}]}"#;
+    let found = detect(body);
+    assert_eq!(payload_codes(&found), [ViolationCode::MalformedPayload]);
+    let body = br#"{"function":{"name":"safe","name":"rm","arguments":"{}"}}"#;
+    assert_eq!(payload_codes(&detect(body)), [ViolationCode::MalformedPayload]);
+}
+
+#[test]
+fn bad_payloads_are_violations() {
+    for body in [
+        &b""[..],
+        b"   ",
+        b"hello",
+        b"{\"choices\":",
+        b"\xff\xfe{}",
+        b"42",
+        b"{\"unrelated\":true}",
+    ] {
+        let found = detect(body);
+        assert_eq!(
+            payload_codes(&found),
+            [ViolationCode::MalformedPayload],
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(found.calls.is_empty());
+    }
+    // A leading byte order mark on the payload itself is an encoding mark.
+    let found = detect(b"\xef\xbb\xbf{\"name\":\"f\",\"arguments\":{}}");
+    assert_eq!(names(&found), ["f"]);
+}
+
+#[test]
+fn limits_are_violations_not_crashes() {
+    let small = Limits {
+        max_payload_bytes: 64,
+        ..Limits::default()
+    };
+    let big = json!({"name": "f", "arguments": {"a": "x".repeat(100)}});
+    assert_eq!(
+        payload_codes(&detect_with(&bytes(&big), &small)),
+        [ViolationCode::InputLimitExceeded]
+    );
+
+    let few = Limits {
+        max_calls: 2,
+        ..Limits::default()
+    };
+    let many = json!([{"name": "a", "args": {}}, {"name": "b", "args": {}}, {"name": "c", "args": {}}]);
+    let found = detect_with(&bytes(&many), &few);
+    assert_eq!(names(&found), ["a", "b"]);
+    assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
+
+    let shallow = Limits {
+        max_depth: 2,
+        ..Limits::default()
+    };
+    let deep = json!({"name": "f", "arguments": {"a": {"b": {"c": 1}}}});
+    let found = detect_with(&bytes(&deep), &shallow);
+    assert_eq!(found.calls[0].arguments.error().unwrap().code, ViolationCode::InputLimitExceeded);
+
+    let tiny_args = Limits {
+        max_argument_bytes: 8,
+        ..Limits::default()
+    };
+    let found = detect_with(&bytes(&json!({"name": "f", "arguments": "{\"a\":\"long\"}"})), &tiny_args);
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::TooLarge);
+
+    // Nesting far past any limit, in the envelope: an error, no stack overflow.
+    let nested = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+    assert_eq!(payload_codes(&detect(nested.as_bytes())), [ViolationCode::InputLimitExceeded]);
+    let nested = format!("{{\"name\":\"f\",\"arguments\":{}1{}}}", "{\"a\":".repeat(5_000), "}".repeat(5_000));
+    let found = detect(nested.as_bytes());
+    assert!(!found.is_clean());
+}
+
+#[test]
+fn a_conversation_yields_every_turn_in_order() {
+    let turn = |id: &str, name: &str| json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": id, "name": name, "input": {}}]});
+    let result = |id: &str| json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": "ok"}]});
+    let body = json!({"model": "m", "messages": [
+        {"role": "user", "content": "go"},
+        turn("1", "get_user"), result("1"),
+        turn("2", "update_profile"), result("2"),
+        turn("3", "notify")
+    ]});
+    let found = detect(&bytes(&body));
+    assert_eq!(names(&found), ["get_user", "update_profile", "notify"]);
+    let turns: Vec<_> = found.calls.iter().map(|c| c.turn).collect();
+    assert!(turns.windows(2).all(|w| w[0] < w[1]), "{turns:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn detect_never_panics_on_arbitrary_bytes(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let found = detect(&body);
+        prop_assert!(found.calls.len() <= Limits::default().max_calls);
+    }
+
+    #[test]
+    fn detect_never_panics_on_json_like_text(body in r#"[\[\]{}":,a-z0-9 \\ntrufalse-]{0,200}"#) {
+        let _ = detect(body.as_bytes());
+    }
+}

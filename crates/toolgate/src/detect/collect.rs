@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::detect::args::parse_arguments;
-use crate::detect::limits::Limits;
+use crate::detect::limits::{Limits, HARD_MAX_DEPTH};
 use crate::detect::Detection;
 use crate::model::{ArgumentError, Arguments, CallKind, Format, Framing, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
@@ -37,7 +37,10 @@ pub(crate) struct Collector<'l> {
     violations: Vec<Violation>,
     format: Option<Format>,
     turn: usize,
+    last_role: Option<String>,
     over_call_limit: bool,
+    /// How deep the document readers have recursed.
+    depth: usize,
 }
 
 impl<'l> Collector<'l> {
@@ -49,7 +52,9 @@ impl<'l> Collector<'l> {
             violations: Vec::new(),
             format: None,
             turn: 0,
+            last_role: None,
             over_call_limit: false,
+            depth: 0,
         }
     }
 
@@ -58,16 +63,50 @@ impl<'l> Collector<'l> {
         self.format.get_or_insert(format);
     }
 
+    /// Enter one level of nested reading. Past [`HARD_MAX_DEPTH`] levels,
+    /// records `input_limit_exceeded` and returns false: the caller stops.
+    pub(crate) fn descend(&mut self) -> bool {
+        if self.depth >= HARD_MAX_DEPTH {
+            if !self.violations.iter().any(|v| v.code == ViolationCode::InputLimitExceeded) {
+                self.violation(
+                    ViolationCode::InputLimitExceeded,
+                    format!("the payload nests deeper than {HARD_MAX_DEPTH} levels"),
+                );
+            }
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// Leave a level entered with [`Collector::descend`].
+    pub(crate) fn ascend(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    pub(crate) fn has_violations(&self) -> bool {
+        !self.violations.is_empty()
+    }
+
     /// The format recognised so far.
     pub(crate) fn format(&self) -> Option<Format> {
         self.format
     }
 
-    /// Start the next conversation turn (a new message).
-    pub(crate) fn next_turn(&mut self) {
-        if !self.calls.is_empty() || !self.results.is_empty() {
+    /// A message from `role` starts. A new turn begins when the role changes
+    /// (`None`: always), once something has been recorded: consecutive tool
+    /// messages, or two assistant messages in a row, are one turn.
+    pub(crate) fn next_turn(&mut self, role: Option<&str>) {
+        let role = role.map(|r| match r {
+            "model" => "assistant",
+            "function" => "tool",
+            other => other,
+        });
+        let changed = role.is_none() || role != self.last_role.as_deref();
+        if changed && (!self.calls.is_empty() || !self.results.is_empty()) {
             self.turn += 1;
         }
+        self.last_role = role.map(str::to_owned);
     }
 
     pub(crate) fn call_count(&self) -> usize {

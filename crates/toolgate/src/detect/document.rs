@@ -114,6 +114,10 @@ pub(crate) struct Obj<'a> {
     pub(crate) error: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) tools: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) inputSchema: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) input_schema: Option<&'a RawValue>,
     // results and their status
     #[serde(borrow)]
     pub(crate) toolCallId: Option<Cow<'a, str>>,
@@ -140,7 +144,7 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
             super::code_of(&err),
             super::json_error_message("the payload", &err),
         );
-    } else if out.format().is_none() {
+    } else if out.format().is_none() && !out.has_violations() {
         out.violation(
             ViolationCode::MalformedPayload,
             "the payload is JSON but holds no tool-call format toolgate knows",
@@ -186,6 +190,15 @@ pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
 
 /// Read any value: an object by its shape, an array element by element.
 pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
+    if !out.descend() {
+        return Ok(());
+    }
+    let read = nested_value(raw, out);
+    out.ascend();
+    read
+}
+
+fn nested_value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
     if is_array(raw) {
         for item in items(Some(raw))? {
             value(item, out)?;
@@ -245,7 +258,13 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         return value(message, out);
     }
     if let Some(response) = o.response.filter(|r| is_object(r)) {
-        return wrapper(response, out);
+        // A Vercel result keeps the whole trajectory in `response.messages`
+        // and only the last step in `content`, `steps`, `toolCalls`.
+        let r: Obj<'_> = parse(response)?;
+        let own = o.steps.is_some() || o.content.is_some() || o.toolCalls.is_some();
+        if r.messages.is_some() || !own {
+            return object(&r, out);
+        }
     }
     if let Some(steps) = o.steps.filter(|s| is_array(s)) {
         return vercel::steps(steps, out);
@@ -259,10 +278,13 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         return Ok(());
     }
     if let Some(content) = o.content.filter(|c| is_array(c)) {
-        // A role-less list of content blocks (a Vercel result's `content`).
+        // A role-less list of content blocks (a Vercel result's `content`):
+        // the model's output.
+        out.next_turn(Some("assistant"));
         return blocks(content, out, Format::Anthropic);
     }
     if let Some(calls) = o.toolCalls {
+        out.next_turn(Some("assistant"));
         return vercel::tool_calls(calls, out);
     }
     if let Some(calls) = o.tool_calls {
@@ -279,6 +301,11 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         if is_object(function) {
             return generic::function(o.id, function, out);
         }
+    }
+    if o.inputSchema.is_some() || o.input_schema.is_some() || o.tools.is_some_and(is_array) {
+        // Tool declarations (an MCP `tools/list` result, a tool): no calls.
+        out.saw(Format::Mcp);
+        return Ok(());
     }
     generic::call(o, out)
 }
@@ -303,8 +330,8 @@ pub(crate) fn conversation(messages: &RawValue, out: &mut Collector<'_>) -> Resu
 /// One message of any format: its calls and results are in `tool_calls`,
 /// `content` or `parts`.
 pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
-    out.next_turn();
     let role = o.role.as_deref();
+    out.next_turn(role);
     if role == Some("tool") || role == Some("function") {
         match o.content {
             // A Vercel `role: tool` message holds `tool-result` parts.

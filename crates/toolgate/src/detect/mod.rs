@@ -133,14 +133,14 @@ pub(crate) fn json_error_message(what: &str, err: &serde_json::Error) -> String 
     if err.is_eof() {
         return format!("{what} is not valid JSON: it ends early ({position})");
     }
-    // serde's messages for typed reads name the expected shape (`invalid
-    // type: string, expected a sequence`); they quote no input beyond field
-    // names, which are keys, not values.
-    let reason = text.split(" at line ").next().unwrap_or("invalid JSON");
-    let reason = if err.is_data() {
-        reason.to_owned()
-    } else {
-        "invalid JSON".to_owned()
-    };
-    format!("{what} is not a valid tool-call payload: {reason} ({position})")
+    // serde's messages for typed reads can quote the value they met; only
+    // the ones that name a field (a key, not a value) are kept.
+    let reason = text.split(" at line ").next().unwrap_or_default();
+    if err.is_data() && (reason.starts_with("duplicate field") || reason.starts_with("missing field")) {
+        return format!("{what} is not a valid tool-call payload: {reason} ({position})");
+    }
+    if err.is_data() {
+        return format!("{what} is not a valid tool-call payload: a value has the wrong type ({position})");
+    }
+    format!("{what} is not valid JSON ({position})")
 }

@@ -53,7 +53,10 @@ pub(crate) fn items(raw: &RawValue, out: &mut Collector<'_>, format: Format) -> 
             _ => Category::Other,
         };
         if previous.is_some_and(|p| p != category) && category != Category::Other {
-            out.next_turn();
+            out.next_turn(Some(match category {
+                Category::Call => "assistant",
+                Category::Output | Category::Other => "tool",
+            }));
         }
         previous = Some(category);
         if category == Category::Other {

@@ -49,7 +49,7 @@ pub(crate) fn steps(raw: &serde_json::value::RawValue, out: &mut Collector<'_>) 
             continue;
         }
         let step: Obj<'_> = parse(item)?;
-        out.next_turn();
+        out.next_turn(None);
         if let Some(content) = step.content.filter(|c| is_array(c)) {
             document::blocks(content, out, Format::VercelAi)?;
         } else if let Some(calls) = step.toolCalls {
