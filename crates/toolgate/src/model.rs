@@ -85,9 +85,10 @@ pub enum CallKind {
     Hosted,
 }
 
-/// The arguments of a call, parsed strictly.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
+/// The arguments of a call, parsed strictly. Serialized as the object, the
+/// text, or `null` when invalid (the error is serialized beside it, as the
+/// call's `error`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
     /// A JSON object with unique keys, within the limits.
     Object(Map<String, Value>),
@@ -113,6 +114,16 @@ impl Arguments {
         match self {
             Arguments::Invalid(err) => Some(err),
             Arguments::Object(_) | Arguments::Text(_) => None,
+        }
+    }
+}
+
+impl Serialize for Arguments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Arguments::Object(map) => map.serialize(serializer),
+            Arguments::Text(text) => serializer.serialize_str(text),
+            Arguments::Invalid(_) => serializer.serialize_none(),
         }
     }
 }
@@ -157,7 +168,7 @@ pub enum ArgumentErrorReason {
 }
 
 /// One tool call, as the executor would receive it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     /// Position among all calls of the payload, from 0.
     pub index: usize,
@@ -173,6 +184,23 @@ pub struct ToolCall {
     pub format: Format,
     /// The conversation turn (message or stream) the call belongs to, from 0.
     pub turn: usize,
+}
+
+impl Serialize for ToolCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("ToolCall", 9)?;
+        s.serialize_field("index", &self.index)?;
+        s.serialize_field("id", &self.id)?;
+        s.serialize_field("name", &self.name)?;
+        s.serialize_field("kind", &self.kind)?;
+        s.serialize_field("arguments", &self.arguments)?;
+        s.serialize_field("error", &self.arguments.error())?;
+        s.serialize_field("raw_arguments", &self.raw_arguments)?;
+        s.serialize_field("format", &self.format)?;
+        s.serialize_field("turn", &self.turn)?;
+        s.end()
+    }
 }
 
 /// One tool result an application sends back to the model.

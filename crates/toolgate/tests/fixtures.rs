@@ -57,6 +57,7 @@ struct GoldenCall<'a> {
     kind: toolgate::CallKind,
     format: toolgate::Format,
     arguments: &'a toolgate::Arguments,
+    error: Option<&'a toolgate::ArgumentError>,
 }
 
 fn golden(found: &Detection) -> Golden<'_> {
@@ -74,6 +75,7 @@ fn golden(found: &Detection) -> Golden<'_> {
                 kind: c.kind,
                 format: c.format,
                 arguments: &c.arguments,
+                error: c.arguments.error(),
             })
             .collect(),
         results: &found.results,

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# detect per wire format against plain serde_json::Value parsing of the same
+# bytes, in one criterion run; prints medians, MB/s, calls/s and the ratio.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+cargo bench -p toolgate --bench detect -- "$@"
+cargo run -q -p toolgate --example count_calls > "$target/detect-calls.json"
+python3 bench/criterion_table.py "$target/criterion" detect/ serde_json_value "$target/detect-calls.json"

@@ -1,0 +1,35 @@
+//! `detect` on arbitrary bytes: never panics, never overflows the stack,
+//! and what it returns is consistent (calls numbered in order, within the
+//! limits, a violation whenever something could not be read).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use toolgate::{detect_with, Limits};
+
+fuzz_target!(|data: &[u8]| {
+    for limits in [
+        Limits::default(),
+        Limits {
+            max_payload_bytes: 4096,
+            max_depth: 4,
+            max_calls: 3,
+            max_argument_bytes: 64,
+        },
+    ] {
+        let found = detect_with(data, &limits);
+        assert!(found.calls.len() <= limits.max_calls);
+        for (i, call) in found.calls.iter().enumerate() {
+            assert_eq!(call.index, i);
+            if let Some(map) = call.arguments.as_object() {
+                assert!(call.raw_arguments.len() <= limits.max_argument_bytes);
+                let _ = map;
+            }
+        }
+        for (i, result) in found.results.iter().enumerate() {
+            assert_eq!(result.index, i);
+        }
+        if found.format.is_none() {
+            assert!(!found.violations.is_empty(), "nothing recognised, nothing reported");
+        }
+    }
+});
