@@ -1,1 +1,2 @@
 mod detect;
+mod fixtures;
