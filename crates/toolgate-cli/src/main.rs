@@ -12,7 +12,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "toolgate", version, about = "Check LLM tool calls before they run")]
+#[command(
+    name = "toolgate",
+    version,
+    about = "Check LLM tool calls before they run"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,7 +69,8 @@ fn read_input(file: Option<&PathBuf>) -> anyhow::Result<Vec<u8>> {
     let mut body = Vec::new();
     match file {
         Some(path) if path.as_os_str() != "-" => {
-            body = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+            body =
+                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         }
         _ => {
             std::io::stdin()

@@ -3,7 +3,10 @@
 use assert_cmd::Command;
 
 fn fixture(relative: &str) -> String {
-    format!("{}/../../tests/fixtures/{relative}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../../tests/fixtures/{relative}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 fn toolgate() -> Command {
@@ -13,7 +16,10 @@ fn toolgate() -> Command {
 #[test]
 fn detect_prints_the_calls_of_a_file() {
     let out = toolgate()
-        .args(["detect", &fixture("openai-chat/nonstream-parallel-weather-stock.json")])
+        .args([
+            "detect",
+            &fixture("openai-chat/nonstream-parallel-weather-stock.json"),
+        ])
         .assert()
         .success();
     let found: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -37,7 +43,11 @@ fn detect_reads_standard_input_and_fails_on_garbage() {
 #[test]
 fn detect_flags_bad_arguments() {
     let body = r#"{"name":"transfer","arguments":"{\"to\":\"a\",\"to\":\"b\"}"}"#;
-    let out = toolgate().args(["detect", "-"]).write_stdin(body).assert().code(1);
+    let out = toolgate()
+        .args(["detect", "-"])
+        .write_stdin(body)
+        .assert()
+        .code(1);
     let found: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(found["calls"][0]["error"]["code"], "duplicate_argument_key");
     assert!(found["calls"][0]["arguments"].is_null());
@@ -45,7 +55,10 @@ fn detect_flags_bad_arguments() {
 
 #[test]
 fn a_missing_file_is_a_usage_error() {
-    let out = toolgate().args(["detect", "/nonexistent/payload.json"]).assert().code(2);
+    let out = toolgate()
+        .args(["detect", "/nonexistent/payload.json"])
+        .assert()
+        .code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr);
     assert!(stderr.starts_with("toolgate: cannot read"), "{stderr}");
 }

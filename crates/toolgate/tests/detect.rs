@@ -58,7 +58,10 @@ fn openai_chat_response_message_and_message_list() {
     ]);
     let found = detect(&bytes(&list));
     assert_eq!(names(&found), ["search", "send"]);
-    assert_eq!(found.calls[1].arguments, Arguments::Object(serde_json::Map::new()));
+    assert_eq!(
+        found.calls[1].arguments,
+        Arguments::Object(serde_json::Map::new())
+    );
     assert_eq!(found.results.len(), 1);
     assert_eq!(found.results[0].call_id.as_deref(), Some("c1"));
     assert!(found.calls[0].turn < found.results[0].turn);
@@ -106,26 +109,38 @@ fn provider_shapes() {
     assert_eq!(found.format, Some(Format::OpenAiResponses));
     assert_eq!(found.calls[0].id.as_deref(), Some("call_1"));
     assert_eq!(found.calls[1].kind, CallKind::Custom);
-    assert_eq!(found.calls[1].arguments, Arguments::Text("*** Begin Patch".into()));
+    assert_eq!(
+        found.calls[1].arguments,
+        Arguments::Text("*** Begin Patch".into())
+    );
 
     let anthropic = json!({"type": "message", "role": "assistant", "content": [
         {"type": "text", "text": "{\"name\": \"fake\", \"arguments\": {}}"},
         {"type": "tool_use", "id": "toolu_1", "name": "get", "input": {"a": [1]}}
     ]});
     let found = detect(&bytes(&anthropic));
-    assert_eq!((found.format, names(&found)), (Some(Format::Anthropic), vec!["get"]));
+    assert_eq!(
+        (found.format, names(&found)),
+        (Some(Format::Anthropic), vec!["get"])
+    );
 
     let bedrock = json!({"output": {"message": {"role": "assistant", "content": [
         {"text": "hi"}, {"toolUse": {"toolUseId": "t1", "name": "b", "input": {"c": "d"}}}
     ]}}});
     let found = detect(&bytes(&bedrock));
-    assert_eq!((found.format, names(&found)), (Some(Format::Bedrock), vec!["b"]));
+    assert_eq!(
+        (found.format, names(&found)),
+        (Some(Format::Bedrock), vec!["b"])
+    );
 
     let gemini = json!({"candidates": [{"content": {"role": "model", "parts": [
         {"text": "x"}, {"functionCall": {"name": "g", "args": {"n": 1}}}, {"functionCall": {"name": "h"}}
     ]}}]});
     let found = detect(&bytes(&gemini));
-    assert_eq!((found.format, names(&found)), (Some(Format::Gemini), vec!["g", "h"]));
+    assert_eq!(
+        (found.format, names(&found)),
+        (Some(Format::Gemini), vec!["g", "h"])
+    );
     assert_eq!(args(&found, 1), json!({}));
 
     let vercel = json!({"toolCalls": [
@@ -133,13 +148,19 @@ fn provider_shapes() {
         {"toolCallId": "v2", "toolName": "b", "args": {"y": 2}}
     ]});
     let found = detect(&bytes(&vercel));
-    assert_eq!((found.format, names(&found)), (Some(Format::VercelAi), vec!["a", "b"]));
+    assert_eq!(
+        (found.format, names(&found)),
+        (Some(Format::VercelAi), vec!["a", "b"])
+    );
     assert_eq!(args(&found, 1), json!({"y": 2}));
 
     let mcp = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "m", "arguments": {"k": "v"}}});
     let found = detect(&bytes(&mcp));
-    assert_eq!((found.format, names(&found)), (Some(Format::Mcp), vec!["m"]));
+    assert_eq!(
+        (found.format, names(&found)),
+        (Some(Format::Mcp), vec!["m"])
+    );
     assert_eq!(found.calls[0].id.as_deref(), Some("7"));
     let batch = json!([mcp, {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
         "params": {"name": "n"}}, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]);
@@ -158,7 +179,10 @@ fn tool_results_of_every_format() {
     ]);
     let found = detect(&bytes(&payload));
     let ids: Vec<_> = found.results.iter().map(|r| r.call_id.as_deref()).collect();
-    assert_eq!(ids, [Some("a"), Some("b"), Some("c"), Some("d"), None, Some("3")]);
+    assert_eq!(
+        ids,
+        [Some("a"), Some("b"), Some("c"), Some("d"), None, Some("3")]
+    );
     let errors: Vec<_> = found.results.iter().map(|r| r.is_error).collect();
     assert_eq!(errors, [false, true, false, true, false, false]);
     assert_eq!(found.results[4].name.as_deref(), Some("g"));
@@ -209,7 +233,10 @@ fn duplicate_envelope_keys_are_malformed() {
     let found = detect(body);
     assert_eq!(payload_codes(&found), [ViolationCode::MalformedPayload]);
     let body = br#"{"function":{"name":"safe","name":"rm","arguments":"{}"}}"#;
-    assert_eq!(payload_codes(&detect(body)), [ViolationCode::MalformedPayload]);
+    assert_eq!(
+        payload_codes(&detect(body)),
+        [ViolationCode::MalformedPayload]
+    );
 }
 
 #[test]
@@ -253,7 +280,8 @@ fn limits_are_violations_not_crashes() {
         max_calls: 2,
         ..Limits::default()
     };
-    let many = json!([{"name": "a", "args": {}}, {"name": "b", "args": {}}, {"name": "c", "args": {}}]);
+    let many =
+        json!([{"name": "a", "args": {}}, {"name": "b", "args": {}}, {"name": "c", "args": {}}]);
     let found = detect_with(&bytes(&many), &few);
     assert_eq!(names(&found), ["a", "b"]);
     assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
@@ -264,29 +292,66 @@ fn limits_are_violations_not_crashes() {
     };
     let deep = json!({"name": "f", "arguments": {"a": {"b": {"c": 1}}}});
     let found = detect_with(&bytes(&deep), &shallow);
-    assert_eq!(found.calls[0].arguments.error().unwrap().code, ViolationCode::InputLimitExceeded);
+    assert_eq!(
+        found.calls[0].arguments.error().unwrap().code,
+        ViolationCode::InputLimitExceeded
+    );
 
     let tiny_args = Limits {
         max_argument_bytes: 8,
         ..Limits::default()
     };
-    let found = detect_with(&bytes(&json!({"name": "f", "arguments": "{\"a\":\"long\"}"})), &tiny_args);
+    let found = detect_with(
+        &bytes(&json!({"name": "f", "arguments": "{\"a\":\"long\"}"})),
+        &tiny_args,
+    );
     assert_eq!(reason(&found, 0), ArgumentErrorReason::TooLarge);
 
     // Nesting far past any limit, in the envelope: an error, no stack overflow.
     let nested = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
-    assert_eq!(payload_codes(&detect(nested.as_bytes())), [ViolationCode::InputLimitExceeded]);
-    let nested = format!("{{\"name\":\"f\",\"arguments\":{}1{}}}", "{\"a\":".repeat(5_000), "}".repeat(5_000));
+    let found = detect(nested.as_bytes());
+    assert_eq!(found.violations.len(), 1);
+    assert!(found.calls.is_empty());
+    for key in ["message", "function", "output", "response"] {
+        let nested = format!(
+            "{}1{}",
+            format!("{{\"{key}\":").repeat(50_000),
+            "}".repeat(50_000)
+        );
+        assert_eq!(
+            payload_codes(&detect(nested.as_bytes())),
+            [ViolationCode::InputLimitExceeded],
+            "{key}"
+        );
+    }
+    let nested = format!(
+        "{}{}",
+        "{\"messages\":[".repeat(20_000),
+        "]}".repeat(20_000)
+    );
+    assert_eq!(
+        payload_codes(&detect(nested.as_bytes())),
+        [ViolationCode::InputLimitExceeded]
+    );
+    let nested = format!(
+        "{{\"name\":\"f\",\"arguments\":{}1{}}}",
+        "{\"a\":".repeat(5_000),
+        "}".repeat(5_000)
+    );
     let found = detect(nested.as_bytes());
     assert!(!found.is_clean());
 }
 
 #[test]
 fn a_conversation_yields_every_turn_in_order() {
-    let turn = |id: &str, name: &str| json!({"role": "assistant", "content": [
-        {"type": "tool_use", "id": id, "name": name, "input": {}}]});
-    let result = |id: &str| json!({"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": id, "content": "ok"}]});
+    let turn = |id: &str, name: &str| {
+        json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": id, "name": name, "input": {}}]})
+    };
+    let result = |id: &str| {
+        json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": "ok"}]})
+    };
     let body = json!({"model": "m", "messages": [
         {"role": "user", "content": "go"},
         turn("1", "get_user"), result("1"),

@@ -2,11 +2,11 @@
 //! `tool_result` content blocks.
 
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::document::{id_text, Obj, Result};
+use crate::detect::document::{id_text, Obj};
 use crate::model::{CallKind, Format};
 
 /// One block whose `type` is `kind`.
-pub(crate) fn block(b: &Obj<'_>, kind: &str, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn block(b: &Obj<'_>, kind: &str, out: &mut Collector<'_>) {
     let id = id_text(b.id);
     if kind == "tool_result" {
         out.result(
@@ -16,7 +16,7 @@ pub(crate) fn block(b: &Obj<'_>, kind: &str, out: &mut Collector<'_>) -> Result<
             b.content,
             b.is_error.unwrap_or(false),
         );
-        return Ok(());
+        return;
     }
     let call_kind = if kind == "tool_use" {
         CallKind::Function
@@ -32,5 +32,4 @@ pub(crate) fn block(b: &Obj<'_>, kind: &str, out: &mut Collector<'_>) -> Result<
         b.name.as_deref().unwrap_or_default(),
         b.input.map_or(ArgSource::Absent, ArgSource::Inline),
     );
-    Ok(())
 }

@@ -113,7 +113,10 @@ fn classify(text: &str, err: &serde_json::Error, limits: &Limits) -> ArgumentErr
         let key = rest.split(" at line ").next().unwrap_or_default();
         return error(
             ArgumentErrorReason::DuplicateKey,
-            format!("argument key '{}' appears more than once ({position})", clip(key)),
+            format!(
+                "argument key '{}' appears more than once ({position})",
+                clip(key)
+            ),
         );
     }
     if message.starts_with(DEPTH_MARKER) || message.starts_with("recursion limit exceeded") {
@@ -125,7 +128,10 @@ fn classify(text: &str, err: &serde_json::Error, limits: &Limits) -> ArgumentErr
             ),
         );
     }
-    if message.contains("surrogate") || message.starts_with("invalid unicode code point") {
+    if message.contains("surrogate")
+        || message.starts_with("invalid unicode code point")
+        || (message.starts_with("unexpected end of hex escape") && has_surrogate_escape(text))
+    {
         return error(
             ArgumentErrorReason::LoneSurrogate,
             format!("arguments hold an unpaired UTF-16 surrogate escape ({position})"),
@@ -176,6 +182,16 @@ fn has_non_finite_literal(text: &str) -> bool {
         i += 1;
     }
     false
+}
+
+/// Whether text holds a `\uD800`-`\uDFFF` escape.
+fn has_surrogate_escape(text: &str) -> bool {
+    text.as_bytes().windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && (w[2] | 0x20) == b'd'
+            && matches!(w[3] | 0x20, b'8'..=b'9' | b'a'..=b'f')
+    })
 }
 
 /// Keys are names, not values, but they are bounded all the same.
@@ -313,13 +329,34 @@ mod tests {
         assert_eq!(reason("null"), ArgumentErrorReason::NotObject);
         assert_eq!(reason("\u{feff}{}"), ArgumentErrorReason::ByteOrderMark);
         assert_eq!(reason(r#"{"a":NaN}"#), ArgumentErrorReason::NonFiniteNumber);
-        assert_eq!(reason(r#"{"a":-Infinity}"#), ArgumentErrorReason::NonFiniteNumber);
-        assert_eq!(reason(r#"{"a":1e999}"#), ArgumentErrorReason::NonFiniteNumber);
-        assert_eq!(reason(r#"{"a":"\ud800"}"#), ArgumentErrorReason::LoneSurrogate);
-        assert_eq!(reason(r#"{"a":"\udc00x"}"#), ArgumentErrorReason::LoneSurrogate);
-        assert_eq!(reason(r#"{"a":1}{"a":2}"#), ArgumentErrorReason::TrailingCharacters);
-        assert_eq!(reason(r#"{"a":1,"a":2}"#), ArgumentErrorReason::DuplicateKey);
-        assert_eq!(reason(r#"{"o":{"k":1,"k":1}}"#), ArgumentErrorReason::DuplicateKey);
+        assert_eq!(
+            reason(r#"{"a":-Infinity}"#),
+            ArgumentErrorReason::NonFiniteNumber
+        );
+        assert_eq!(
+            reason(r#"{"a":1e999}"#),
+            ArgumentErrorReason::NonFiniteNumber
+        );
+        assert_eq!(
+            reason(r#"{"a":"\ud800"}"#),
+            ArgumentErrorReason::LoneSurrogate
+        );
+        assert_eq!(
+            reason(r#"{"a":"\udc00x"}"#),
+            ArgumentErrorReason::LoneSurrogate
+        );
+        assert_eq!(
+            reason(r#"{"a":1}{"a":2}"#),
+            ArgumentErrorReason::TrailingCharacters
+        );
+        assert_eq!(
+            reason(r#"{"a":1,"a":2}"#),
+            ArgumentErrorReason::DuplicateKey
+        );
+        assert_eq!(
+            reason(r#"{"o":{"k":1,"k":1}}"#),
+            ArgumentErrorReason::DuplicateKey
+        );
     }
 
     #[test]
@@ -353,7 +390,10 @@ mod tests {
         let err = parse_object(r#"{"a":{"b":[[1]]}}"#, &limits).unwrap_err();
         assert_eq!(
             (err.code, err.reason),
-            (ViolationCode::InputLimitExceeded, ArgumentErrorReason::TooDeep)
+            (
+                ViolationCode::InputLimitExceeded,
+                ArgumentErrorReason::TooDeep
+            )
         );
         let err = parse_object(&format!(r#"{{"a":"{}"}}"#, "x".repeat(40)), &limits).unwrap_err();
         assert_eq!(err.reason, ArgumentErrorReason::TooLarge);
@@ -375,7 +415,10 @@ mod tests {
 
     #[test]
     fn messages_never_echo_values() {
-        for text in [r#"{"password":"hunter2","password":"x"}"#, r#"{"k":"hunter2""#] {
+        for text in [
+            r#"{"password":"hunter2","password":"x"}"#,
+            r#"{"k":"hunter2""#,
+        ] {
             let err = parse_object(text, &Limits::default()).unwrap_err();
             assert!(!err.message.contains("hunter2"), "{}", err.message);
         }

@@ -37,7 +37,7 @@ pub(crate) struct Collector<'l> {
     violations: Vec<Violation>,
     format: Option<Format>,
     turn: usize,
-    last_role: Option<String>,
+    last_role: Option<&'static str>,
     over_call_limit: bool,
     /// How deep the document readers have recursed.
     depth: usize,
@@ -67,7 +67,11 @@ impl<'l> Collector<'l> {
     /// records `input_limit_exceeded` and returns false: the caller stops.
     pub(crate) fn descend(&mut self) -> bool {
         if self.depth >= HARD_MAX_DEPTH {
-            if !self.violations.iter().any(|v| v.code == ViolationCode::InputLimitExceeded) {
+            if !self
+                .violations
+                .iter()
+                .any(|v| v.code == ViolationCode::InputLimitExceeded)
+            {
                 self.violation(
                     ViolationCode::InputLimitExceeded,
                     format!("the payload nests deeper than {HARD_MAX_DEPTH} levels"),
@@ -98,19 +102,17 @@ impl<'l> Collector<'l> {
     /// messages, or two assistant messages in a row, are one turn.
     pub(crate) fn next_turn(&mut self, role: Option<&str>) {
         let role = role.map(|r| match r {
-            "model" => "assistant",
-            "function" => "tool",
-            other => other,
+            "assistant" | "model" => "assistant",
+            "tool" | "function" => "tool",
+            "user" => "user",
+            "system" | "developer" => "system",
+            _ => "other",
         });
-        let changed = role.is_none() || role != self.last_role.as_deref();
+        let changed = role.is_none() || role != self.last_role;
         if changed && (!self.calls.is_empty() || !self.results.is_empty()) {
             self.turn += 1;
         }
-        self.last_role = role.map(str::to_owned);
-    }
-
-    pub(crate) fn call_count(&self) -> usize {
-        self.calls.len()
+        self.last_role = role;
     }
 
     /// Record one call. Past `max_calls`, records one `input_limit_exceeded`
@@ -153,9 +155,10 @@ impl<'l> Collector<'l> {
     fn arguments(&self, kind: CallKind, args: ArgSource<'_>) -> (Arguments, String) {
         match args {
             ArgSource::Absent => (Arguments::Object(serde_json::Map::new()), String::new()),
-            ArgSource::Freeform(text) if kind == CallKind::Custom => {
-                (Arguments::Text(text.clone().into_owned()), text.into_owned())
-            }
+            ArgSource::Freeform(text) if kind == CallKind::Custom => (
+                Arguments::Text(text.clone().into_owned()),
+                text.into_owned(),
+            ),
             ArgSource::Text(text) | ArgSource::Freeform(text) => {
                 (parse_arguments(&text, self.limits), text.into_owned())
             }

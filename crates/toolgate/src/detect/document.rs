@@ -9,6 +9,8 @@
 
 use std::borrow::Cow;
 
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -41,23 +43,23 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow)]
     pub(crate) role: Option<Cow<'a, str>>,
     // OpenAI Chat
-    #[serde(borrow)]
-    pub(crate) choices: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) tool_calls: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) function: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) function_call: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) choices: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) tool_calls: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) function: Option<Maybe<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) function_call: Option<Maybe<'a>>,
     #[serde(borrow)]
     pub(crate) tool_call_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) content: Option<&'a RawValue>,
     // conversations
-    #[serde(borrow)]
-    pub(crate) messages: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) message: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) messages: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) message: Option<Maybe<'a>>,
     // OpenAI Responses, spans, generic
     #[serde(borrow)]
     pub(crate) output: Option<&'a RawValue>,
@@ -74,35 +76,35 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow)]
     pub(crate) args: Option<&'a RawValue>,
     // Gemini
-    #[serde(borrow)]
-    pub(crate) candidates: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) contents: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) parts: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) functionCall: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) functionResponse: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) function_response: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) candidates: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) contents: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) parts: Option<Objects<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) functionCall: Option<Maybe<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) functionResponse: Option<Maybe<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) function_response: Option<Maybe<'a>>,
     // Anthropic (a lone block)
     #[serde(borrow)]
     pub(crate) tool_use_id: Option<Cow<'a, str>>,
     // Bedrock
-    #[serde(borrow)]
-    pub(crate) toolUse: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) toolResult: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) toolUse: Option<Maybe<'a>>,
+    #[serde(borrow, default)]
+    pub(crate) toolResult: Option<Maybe<'a>>,
     // Vercel AI SDK
     #[serde(borrow)]
     pub(crate) toolName: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) toolCalls: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) toolCalls: Option<Objects<'a>>,
     #[serde(borrow)]
     pub(crate) response: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) steps: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) steps: Option<Objects<'a>>,
     // MCP / JSON-RPC
     #[serde(borrow)]
     pub(crate) jsonrpc: Option<&'a RawValue>,
@@ -110,8 +112,6 @@ pub(crate) struct Obj<'a> {
     pub(crate) method: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) error: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) tools: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -126,20 +126,176 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow)]
     pub(crate) status: Option<Cow<'a, str>>,
     // custom and hosted calls
-    #[serde(borrow)]
-    pub(crate) custom: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) custom: Option<Maybe<'a>>,
     #[serde(borrow)]
     pub(crate) action: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(crate) delta: Option<Maybe<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolUseId: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) partialArgs: Option<&'a RawValue>,
+    pub(crate) willContinue: Option<bool>,
+}
+
+/// The objects of an array, read in the same pass as their parent. Elements
+/// that are not objects are skipped; a value that is not an array is empty.
+#[derive(Debug, Default)]
+#[allow(clippy::vec_box)] // an `Obj` is about 1 KB: boxed, growing the list moves pointers
+pub(crate) struct Objects<'a>(pub(crate) Vec<Box<Obj<'a>>>);
+
+/// An object read in the same pass as its parent; `None` when the value is
+/// not an object.
+#[derive(Debug, Default)]
+pub(crate) struct Maybe<'a>(pub(crate) Option<Box<Obj<'a>>>);
+
+impl<'a> Objects<'a> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Obj<'a>> {
+        self.0.iter().map(|o| &**o)
+    }
+}
+
+impl<'a> Maybe<'a> {
+    pub(crate) fn get(&self) -> Option<&Obj<'a>> {
+        self.0.as_deref()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Maybe<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let Element(obj) = Element::deserialize(de)?;
+        Ok(Maybe(obj))
+    }
+}
+
+/// An array element: an object, or `None` for anything else.
+struct Element<'a>(Option<Box<Obj<'a>>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Element<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_any(MaybeVisitor(std::marker::PhantomData))
+    }
+}
+
+struct MaybeVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for MaybeVisitor<'a> {
+    type Value = Element<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Element<'a>, A::Error> {
+        Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Element(Some(Box::new(o))))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element<'a>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Element(None))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+    fn visit_unit<E>(self) -> Result<Element<'a>, E> {
+        Ok(Element(None))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Objects<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_any(ObjectsVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ObjectsVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'a> ObjectsVisitor<'a> {
+    /// The objects of a sequence; `empty` is cleared when it has any element.
+    fn collect<'de: 'a, A: SeqAccess<'de>>(
+        mut seq: A,
+        empty: &mut bool,
+    ) -> Result<Objects<'a>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+        while let Some(Element(item)) = seq.next_element::<Element<'a>>()? {
+            *empty = false;
+            if let Some(obj) = item {
+                items.push(obj);
+            }
+        }
+        Ok(Objects(items))
+    }
+}
+
+impl<'de: 'a, 'a> Visitor<'de> for ObjectsVisitor<'a> {
+    type Value = Objects<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Objects<'a>, A::Error> {
+        ObjectsVisitor::collect(seq, &mut true)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Objects<'a>, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Objects(Vec::new()))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
+    fn visit_unit<E>(self) -> Result<Objects<'a>, E> {
+        Ok(Objects(Vec::new()))
+    }
 }
 
 /// Read one whole document into `out`.
 pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     let mut de = serde_json::Deserializer::from_str(body);
-    let root: &RawValue = Deserialize::deserialize(&mut de).map_err(NotOne::Invalid)?;
+    let root = Root::deserialize(&mut de).map_err(NotOne::Invalid)?;
     if de.end().is_err() {
         return Err(NotOne::Sequence);
     }
-    if let Err(err) = value(root, out) {
+    let read = match &root {
+        Root::Object(o) => object(o, out),
+        Root::Array(list, empty) => {
+            if *empty {
+                // An empty list is an empty conversation: recognised.
+                out.saw(Format::Generic);
+            }
+            list.iter().try_for_each(|o| object(o, out))
+        }
+        Root::Scalar => Ok(()),
+    };
+    if let Err(err) = read {
         out.violation(
             super::code_of(&err),
             super::json_error_message("the payload", &err),
@@ -153,20 +309,64 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     Ok(())
 }
 
+/// A whole document, read in one pass: an object, a list (and whether it
+/// is empty), or a scalar, which holds no call.
+enum Root<'a> {
+    Object(Box<Obj<'a>>),
+    Array(Objects<'a>, bool),
+    Scalar,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Root<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_any(RootVisitor(std::marker::PhantomData))
+    }
+}
+
+struct RootVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for RootVisitor<'a> {
+    type Value = Root<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON object or array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Root<'a>, A::Error> {
+        Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Root::Object(Box::new(o)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Root<'a>, A::Error> {
+        let mut empty = true;
+        let list = ObjectsVisitor::collect(seq, &mut empty)?;
+        Ok(Root::Array(list, empty))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+    fn visit_unit<E>(self) -> Result<Root<'a>, E> {
+        Ok(Root::Scalar)
+    }
+}
+
 pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
 
 /// Parse a raw value into a typed, borrowed view.
 pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T> {
     serde_json::from_str(raw.get())
-}
-
-/// The raw values of a JSON array; an empty list for `null` or anything
-/// that is not an array.
-pub(crate) fn items(raw: Option<&RawValue>) -> Result<Vec<&RawValue>> {
-    match raw {
-        Some(raw) if is_array(raw) => parse(raw),
-        _ => Ok(Vec::new()),
-    }
 }
 
 pub(crate) fn is_array(raw: &RawValue) -> bool {
@@ -200,8 +400,9 @@ pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
 
 fn nested_value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
     if is_array(raw) {
-        for item in items(Some(raw))? {
-            value(item, out)?;
+        let list: Objects<'_> = parse(raw)?;
+        for o in list.iter() {
+            object(o, out)?;
         }
         // An empty list is an empty conversation: recognised, no calls.
         if raw.get()[1..].trim_start().starts_with(']') {
@@ -217,23 +418,32 @@ fn nested_value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
 
 /// Read one object by its shape. The order of the checks is the priority.
 pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
+    if !out.descend() {
+        return Ok(());
+    }
+    let read = shape(o, out);
+    out.ascend();
+    read
+}
+
+fn shape(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     let kind = o.kind.as_deref();
     if o.jsonrpc.is_some() || o.method.is_some() {
         return mcp::message(o, out);
     }
-    if let Some(choices) = o.choices {
+    if let Some(choices) = &o.choices {
         return openai_chat::choices(choices, out);
     }
-    if let Some(candidates) = o.candidates {
+    if let Some(candidates) = &o.candidates {
         return gemini::candidates(candidates, out);
     }
-    if let Some(contents) = o.contents {
+    if let Some(contents) = &o.contents {
         return gemini::contents(contents, out);
     }
     if o.role.is_some() || kind == Some("message") {
         return message(o, out);
     }
-    if let Some(messages) = o.messages {
+    if let Some(messages) = &o.messages {
         return conversation(messages, out);
     }
     if let Some(output) = o.output {
@@ -245,7 +455,7 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
                 // A trace span: the request, then the response.
                 value(input, out)?;
             }
-            return wrapper(output, out);
+            return value(output, out);
         }
     }
     if let Some(input) = o.input.filter(|i| is_array(i)) {
@@ -253,9 +463,9 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
             return openai_responses::items(input, out, Format::OpenAiResponses);
         }
     }
-    if let Some(message) = o.message.filter(|m| is_object(m)) {
+    if let Some(message) = o.message.as_ref().and_then(Maybe::get) {
         // Bedrock Converse `output.message`, or any `{message: {...}}`.
-        return value(message, out);
+        return object(message, out);
     }
     if let Some(response) = o.response.filter(|r| is_object(r)) {
         // A Vercel result keeps the whole trajectory in `response.messages`
@@ -266,7 +476,7 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
             return object(&r, out);
         }
     }
-    if let Some(steps) = o.steps.filter(|s| is_array(s)) {
+    if let Some(steps) = &o.steps {
         return vercel::steps(steps, out);
     }
     if let Some(kind) = kind {
@@ -283,46 +493,46 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         out.next_turn(Some("assistant"));
         return blocks(content, out, Format::Anthropic);
     }
-    if let Some(calls) = o.toolCalls {
+    if let Some(calls) = &o.toolCalls {
         out.next_turn(Some("assistant"));
-        return vercel::tool_calls(calls, out);
+        vercel::tool_calls(calls, out);
+        return Ok(());
     }
-    if let Some(calls) = o.tool_calls {
+    if let Some(calls) = &o.tool_calls {
         return generic::tool_calls(calls, out, Format::Generic);
     }
     if o.toolUse.is_some() || o.toolResult.is_some() {
-        return bedrock::block(o, out);
+        bedrock::block(o, out);
+        return Ok(());
     }
-    if o.functionCall.is_some() || o.functionResponse.is_some() || o.function_response.is_some()
-    {
-        return gemini::part(o, out);
+    if o.functionCall.is_some() || o.functionResponse.is_some() || o.function_response.is_some() {
+        gemini::part(o, out);
+        return Ok(());
     }
-    if let Some(function) = o.function.or(o.function_call) {
-        if is_object(function) {
-            return generic::function(o.id, function, out);
-        }
+    if let Some(function) = get(&o.function).or_else(|| get(&o.function_call)) {
+        generic::function(o.id, function, out);
+        return Ok(());
     }
     if o.inputSchema.is_some() || o.input_schema.is_some() || o.tools.is_some_and(is_array) {
         // Tool declarations (an MCP `tools/list` result, a tool): no calls.
         out.saw(Format::Mcp);
         return Ok(());
     }
-    generic::call(o, out)
+    generic::call(o, out);
+    Ok(())
 }
 
-/// An object that only wraps the payload (`output`, `response`): read what
-/// it holds.
-fn wrapper(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
-    value(raw, out)
+/// The object of an optional [`Maybe`] field.
+#[allow(clippy::ref_option)] // read as `get(&o.function)` at every call site
+pub(crate) fn get<'o, 'a>(field: &'o Option<Maybe<'a>>) -> Option<&'o Obj<'a>> {
+    field.as_ref().and_then(Maybe::get)
 }
 
 /// A list of messages of any format: every turn in order.
-pub(crate) fn conversation(messages: &RawValue, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn conversation(messages: &Objects<'_>, out: &mut Collector<'_>) -> Result<()> {
     out.saw(Format::Generic);
-    for raw in items(Some(messages))? {
-        if is_object(raw) {
-            message(&parse(raw)?, out)?;
-        }
+    for m in messages.iter() {
+        message(m, out)?;
     }
     Ok(())
 }
@@ -342,17 +552,17 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         }
         return Ok(());
     }
-    if let Some(calls) = o.tool_calls {
+    if let Some(calls) = &o.tool_calls {
         generic::tool_calls(calls, out, Format::OpenAiChat)?;
     }
-    if let Some(function) = o.function_call.filter(|f| is_object(f)) {
-        generic::function(None, function, out)?;
+    if let Some(function) = get(&o.function_call) {
+        generic::function(None, function, out);
     }
     if let Some(content) = o.content.filter(|c| is_array(c)) {
         blocks(content, out, Format::Anthropic)?;
     }
-    if let Some(parts) = o.parts {
-        gemini::parts(parts, out)?;
+    if let Some(parts) = &o.parts {
+        gemini::parts(parts, out);
     }
     out.saw(Format::OpenAiChat);
     Ok(())
@@ -361,19 +571,17 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
 /// A list of content blocks: Anthropic, Bedrock, Vercel, Gemini parts.
 pub(crate) fn blocks(content: &RawValue, out: &mut Collector<'_>, saw: Format) -> Result<()> {
     out.saw(saw);
-    for raw in items(Some(content))? {
-        if is_object(raw) {
-            let b: Obj<'_> = parse(raw)?;
-            if !block(&b, out)? {
-                if b.toolUse.is_some() || b.toolResult.is_some() {
-                    bedrock::block(&b, out)?;
-                } else if b.functionCall.is_some()
-                    || b.function_call.is_some()
-                    || b.functionResponse.is_some()
-                    || b.function_response.is_some()
-                {
-                    gemini::part(&b, out)?;
-                }
+    let blocks: Objects<'_> = parse(content)?;
+    for b in blocks.iter() {
+        if !block(b, out)? {
+            if b.toolUse.is_some() || b.toolResult.is_some() {
+                bedrock::block(b, out);
+            } else if b.functionCall.is_some()
+                || b.function_call.is_some()
+                || b.functionResponse.is_some()
+                || b.function_response.is_some()
+            {
+                gemini::part(b, out);
             }
         }
     }
@@ -388,9 +596,9 @@ pub(crate) fn block(b: &Obj<'_>, out: &mut Collector<'_>) -> Result<bool> {
     };
     match kind {
         "tool_use" | "server_tool_use" | "mcp_tool_use" | "tool_result" => {
-            anthropic::block(b, kind, out)?;
+            anthropic::block(b, kind, out);
         }
-        "tool-call" | "tool-result" => vercel::part(b, kind, out)?,
+        "tool-call" | "tool-result" => vercel::part(b, kind, out),
         _ if openai_responses::is_item_type(kind) => {
             openai_responses::item(b, out, Format::OpenAiResponses)?;
         }

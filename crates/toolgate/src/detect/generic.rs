@@ -2,79 +2,80 @@
 //! `toolName`, `{function: {...}}`, legacy `function_call`, and `tool_calls`
 //! arrays of OpenAI calls or of those.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::document::{id_text, is_object, items, parse, Obj, Result};
+use crate::detect::document::{get, id_text, Obj, Objects, Result};
 use crate::model::{CallKind, Format};
 
 /// The argument keys of the generic shape, in the order they are looked up.
 fn arguments<'a>(o: &Obj<'a>) -> Option<&'a RawValue> {
-    o.arguments.or(o.params).or(o.parameters).or(o.args).or(o.input)
+    o.arguments
+        .or(o.params)
+        .or(o.parameters)
+        .or(o.args)
+        .or(o.input)
 }
 
 /// A `tool_calls` array: OpenAI calls (`{id, type, function}`, `{type:
-/// custom, custom}`) or generic ones. `format` labels the OpenAI-shaped
-/// calls: they came from an assistant message or a bare seed array.
-pub(crate) fn tool_calls(raw: &RawValue, out: &mut Collector<'_>, format: Format) -> Result<()> {
+/// custom, custom}`) or generic ones. `format` is what the list itself is
+/// (an assistant message's, or a bare seed array).
+pub(crate) fn tool_calls(
+    calls: &Objects<'_>,
+    out: &mut Collector<'_>,
+    format: Format,
+) -> Result<()> {
     out.saw(format);
-    for item in items(Some(raw))? {
-        if !is_object(item) {
-            continue;
-        }
-        let o: Obj<'_> = parse(item)?;
-        if let Some(function) = o.function.filter(|f| is_object(f)) {
-            self::function(o.id, function, out)?;
-        } else if let Some(custom) = o.custom.filter(|c| is_object(c)) {
-            let c: Custom<'_> = parse(custom)?;
+    for o in calls.iter() {
+        if let Some(function) = get(&o.function) {
+            self::function(o.id, function, out);
+        } else if let Some(custom) = get(&o.custom) {
             let id = id_text(o.id);
+            let input = match custom.input {
+                Some(raw) if raw.get().starts_with('"') => {
+                    ArgSource::Freeform(serde_json::from_str::<Cow<'_, str>>(raw.get())?)
+                }
+                Some(raw) => ArgSource::Inline(raw),
+                None => ArgSource::Absent,
+            };
             out.call(
                 Format::OpenAiChat,
                 CallKind::Custom,
                 id.as_deref(),
-                c.name.as_deref().unwrap_or_default(),
-                c.input.map_or(ArgSource::Absent, ArgSource::Freeform),
+                custom.name.as_deref().unwrap_or_default(),
+                input,
             );
         } else {
-            call(&o, out)?;
+            call(o, out);
         }
     }
     Ok(())
 }
 
-#[derive(Deserialize)]
-struct Custom<'a> {
-    #[serde(borrow)]
-    name: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    input: Option<std::borrow::Cow<'a, str>>,
-}
-
 /// An OpenAI `function` object (`{name, arguments}`), from a tool call, a
 /// bare `{function: ...}` or a legacy `function_call`.
-pub(crate) fn function(id: Option<&RawValue>, raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
-    let f: Obj<'_> = parse(raw)?;
+pub(crate) fn function(id: Option<&RawValue>, f: &Obj<'_>, out: &mut Collector<'_>) {
     let id = id_text(id).or_else(|| id_text(f.id));
     out.call(
         Format::OpenAiChat,
         CallKind::Function,
         id.as_deref(),
         f.name.as_deref().unwrap_or_default(),
-        arguments(&f).map_or(ArgSource::Absent, ArgSource::Inline),
+        arguments(f).map_or(ArgSource::Absent, ArgSource::Inline),
     );
-    Ok(())
 }
 
 /// A generic call: a name (`name` or `toolName`) and an arguments key.
 /// An object with neither is not a call.
-pub(crate) fn call(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn call(o: &Obj<'_>, out: &mut Collector<'_>) {
     let args = arguments(o);
     let (name, format) = match (&o.name, &o.toolName) {
         (_, Some(name)) if o.toolCallId.is_some() => (name, Format::VercelAi),
         (_, Some(name)) => (name, Format::Generic),
         (Some(name), None) if args.is_some() => (name, Format::Generic),
-        _ => return Ok(()),
+        _ => return,
     };
     let id = id_text(o.id);
     let id = o
@@ -89,5 +90,4 @@ pub(crate) fn call(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         name,
         args.map_or(ArgSource::Absent, ArgSource::Inline),
     );
-    Ok(())
 }

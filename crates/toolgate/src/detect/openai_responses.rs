@@ -6,7 +6,7 @@
 use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::document::{self, id_text, is_object, items as array, parse, Obj, Result};
+use crate::detect::document::{self, id_text, parse, Obj, Objects, Result};
 use crate::model::{CallKind, Format};
 
 /// Hosted tools: the item type and the tool name it stands for.
@@ -42,11 +42,8 @@ enum Category {
 pub(crate) fn items(raw: &RawValue, out: &mut Collector<'_>, format: Format) -> Result<()> {
     out.saw(format);
     let mut previous = None;
-    for raw in array(Some(raw))? {
-        if !is_object(raw) {
-            continue;
-        }
-        let o: Obj<'_> = parse(raw)?;
+    let list: Objects<'_> = parse(raw)?;
+    for o in list.iter() {
         let category = match o.kind.as_deref() {
             Some(kind) if kind.ends_with("_output") => Category::Output,
             Some(kind) if is_item_type(kind) => Category::Call,
@@ -61,11 +58,11 @@ pub(crate) fn items(raw: &RawValue, out: &mut Collector<'_>, format: Format) -> 
         previous = Some(category);
         if category == Category::Other {
             if o.role.is_some() {
-                document::message(&o, out)?;
+                document::message(o, out)?;
             }
             continue;
         }
-        item(&o, out, format)?;
+        item(o, out, format)?;
     }
     Ok(())
 }

@@ -2,11 +2,11 @@
 //! `toolCalls` of a result, and `steps`.
 
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::document::{self, is_array, is_object, items, parse, Obj, Result};
+use crate::detect::document::{self, is_array, Obj, Objects, Result};
 use crate::model::{CallKind, Format};
 
 /// One part whose `type` is `tool-call` or `tool-result`.
-pub(crate) fn part(p: &Obj<'_>, kind: &str, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn part(p: &Obj<'_>, kind: &str, out: &mut Collector<'_>) {
     let id = p.toolCallId.as_deref();
     let name = p.toolName.as_deref();
     if kind == "tool-result" {
@@ -17,43 +17,37 @@ pub(crate) fn part(p: &Obj<'_>, kind: &str, out: &mut Collector<'_>) -> Result<(
             p.output.or(p.content),
             p.isError.unwrap_or(false),
         );
-        return Ok(());
+        return;
     }
     out.call(
         Format::VercelAi,
         CallKind::Function,
         id,
         name.unwrap_or_default(),
-        p.input.or(p.args).map_or(ArgSource::Absent, ArgSource::Inline),
+        p.input
+            .or(p.args)
+            .map_or(ArgSource::Absent, ArgSource::Inline),
     );
-    Ok(())
 }
 
 /// `toolCalls[]` of a result: `{toolCallId, toolName, input | args}`.
-pub(crate) fn tool_calls(raw: &serde_json::value::RawValue, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn tool_calls(calls: &Objects<'_>, out: &mut Collector<'_>) {
     out.saw(Format::VercelAi);
-    for item in items(Some(raw))? {
-        if is_object(item) {
-            part(&parse(item)?, "tool-call", out)?;
-        }
+    for call in calls.iter() {
+        part(call, "tool-call", out);
     }
-    Ok(())
 }
 
 /// `steps[]` of a multi-step result: each step's `content` (v5) or
 /// `toolCalls` (v4) is a turn.
-pub(crate) fn steps(raw: &serde_json::value::RawValue, out: &mut Collector<'_>) -> Result<()> {
+pub(crate) fn steps(steps: &Objects<'_>, out: &mut Collector<'_>) -> Result<()> {
     out.saw(Format::VercelAi);
-    for item in items(Some(raw))? {
-        if !is_object(item) {
-            continue;
-        }
-        let step: Obj<'_> = parse(item)?;
+    for step in steps.iter() {
         out.next_turn(None);
         if let Some(content) = step.content.filter(|c| is_array(c)) {
             document::blocks(content, out, Format::VercelAi)?;
-        } else if let Some(calls) = step.toolCalls {
-            tool_calls(calls, out)?;
+        } else if let Some(calls) = &step.toolCalls {
+            tool_calls(calls, out);
         }
     }
     Ok(())
