@@ -1,2 +1,3 @@
 mod detect;
 mod fixtures;
+mod stream;

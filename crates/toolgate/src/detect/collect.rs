@@ -129,13 +129,7 @@ impl<'l> Collector<'l> {
         if self.calls.len() >= self.limits.max_calls {
             if !self.over_call_limit {
                 self.over_call_limit = true;
-                self.violations.push(Violation::payload(
-                    ViolationCode::InputLimitExceeded,
-                    format!(
-                        "the payload holds more than max_calls ({}) tool calls",
-                        self.limits.max_calls
-                    ),
-                ));
+                self.violations.push(too_many_calls(self.limits));
             }
             return;
         }
@@ -238,4 +232,16 @@ impl<'l> Collector<'l> {
             violations: self.violations,
         }
     }
+}
+
+/// The violation for a payload with more than `max_calls` calls (shared
+/// with the stream assembler, which tracks calls before collecting them).
+pub(crate) fn too_many_calls(limits: &Limits) -> Violation {
+    Violation::payload(
+        ViolationCode::InputLimitExceeded,
+        format!(
+            "the payload holds more than max_calls ({}) tool calls",
+            limits.max_calls
+        ),
+    )
 }

@@ -25,9 +25,9 @@ mod vercel;
 use serde::Serialize;
 
 pub use self::args::{parse_arguments, parse_object};
+use self::collect::Collector;
 pub use self::limits::Limits;
 pub use self::stream::{Assembler, StreamEvent};
-use self::collect::Collector;
 use crate::model::{Format, Framing, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
 
@@ -78,7 +78,10 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
         return out.finish(Framing::Json);
     }
     let Ok(text) = std::str::from_utf8(bytes) else {
-        out.violation(ViolationCode::MalformedPayload, "the payload is not UTF-8 text");
+        out.violation(
+            ViolationCode::MalformedPayload,
+            "the payload is not UTF-8 text",
+        );
         return out.finish(Framing::Json);
     };
     // A byte order mark marks the file's encoding, not its content.
@@ -92,14 +95,16 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
         Some(b'{' | b'[') => match document::read(body, &mut out) {
             Ok(()) => out.finish(Framing::Json),
             Err(document::NotOne::Sequence) => {
-                stream::read_whole(body, Framing::JsonSequence, limits)
+                stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits)
             }
             Err(document::NotOne::Invalid(err)) => {
                 out.violation(code_of(&err), json_error_message("the payload", &err));
                 out.finish(Framing::Json)
             }
         },
-        Some(_) if sse::looks_like_sse(body) => stream::read_whole(body, Framing::Sse, limits),
+        Some(_) if sse::looks_like_sse(body) => {
+            stream::read_whole(body.as_bytes(), Framing::Sse, limits)
+        }
         Some(_) => {
             out.violation(
                 ViolationCode::MalformedPayload,
@@ -136,11 +141,15 @@ pub(crate) fn json_error_message(what: &str, err: &serde_json::Error) -> String 
     // serde's messages for typed reads can quote the value they met; only
     // the ones that name a field (a key, not a value) are kept.
     let reason = text.split(" at line ").next().unwrap_or_default();
-    if err.is_data() && (reason.starts_with("duplicate field") || reason.starts_with("missing field")) {
+    if err.is_data()
+        && (reason.starts_with("duplicate field") || reason.starts_with("missing field"))
+    {
         return format!("{what} is not a valid tool-call payload: {reason} ({position})");
     }
     if err.is_data() {
-        return format!("{what} is not a valid tool-call payload: a value has the wrong type ({position})");
+        return format!(
+            "{what} is not a valid tool-call payload: a value has the wrong type ({position})"
+        );
     }
     format!("{what} is not valid JSON ({position})")
 }

@@ -1,11 +1,383 @@
-//! `text/event-stream` framing. (Being written: see detect/stream.)
+//! `text/event-stream` framing: bytes in, whole events out.
+//!
+//! [`Framer`] follows the WHATWG event-stream rules, but is tolerant where
+//! real clients are: a line we ignored while a client parsed it would be a
+//! tool call nobody checked. So it accepts LF, CRLF and CR line ends (a CR at
+//! the end of one chunk may be followed by the LF of the next), strips
+//! leading whitespace before a field name (`" data: {...}"`, seen from
+//! `OpenRouter`), reads field names in any case, takes `data:` with or
+//! without its one space, joins several `data` lines with `"\n"`, keeps
+//! trailing spaces in the data (JSON ignores them), and delivers a last
+//! event that has no blank line after it when the stream ends.
+//!
+//! Every byte received belongs to exactly one [`Event`]'s `raw` bytes, in
+//! order, so a proxy can forward events exactly as they came: blank lines
+//! and comment-only blocks (keep-alives) are events without data. An event
+//! is delivered as soon as the line end of its blank line is seen; when that
+//! is a CR at the end of a chunk, the LF that may follow starts the next
+//! event's bytes. An event larger than the bound given to [`Framer::new`]
+//! is an error, never unbounded buffering.
 
-/// Whether text starts like an SSE body: a `data:`, `event:`, `id:`,
-/// `retry:` or comment line, leading whitespace allowed.
+/// One event of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The bytes of the event exactly as received, from the end of the
+    /// previous event through the blank line that ends this one.
+    pub raw: Vec<u8>,
+    /// The value of the last `event:` field, if any.
+    pub name: Option<Vec<u8>>,
+    /// The `data:` lines joined with `"\n"`; `None` when the event has no
+    /// `data` field (a comment, a keep-alive, blank lines).
+    pub data: Option<Vec<u8>>,
+}
+
+/// An event grew past the bound given to [`Framer::new`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The bound, in bytes.
+    pub max_event_bytes: usize,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a stream event is larger than {} bytes",
+            self.max_event_bytes
+        )
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+/// An incremental SSE parser: feed it chunks as they arrive, get whole
+/// events back.
+#[derive(Debug)]
+pub struct Framer {
+    max_event_bytes: usize,
+    /// The bytes of the event being read.
+    raw: Vec<u8>,
+    /// Where the line being read starts in `raw`.
+    line_start: usize,
+    /// The last byte was a CR: an LF right after it ends the same line.
+    after_cr: bool,
+    /// Nothing has been received yet (a byte order mark may come first).
+    at_start: bool,
+    /// The event being read has a non-blank line.
+    has_lines: bool,
+    name: Option<Vec<u8>>,
+    data: Option<Vec<u8>>,
+}
+
+impl Framer {
+    /// A framer that refuses events larger than `max_event_bytes`.
+    #[must_use]
+    pub fn new(max_event_bytes: usize) -> Self {
+        Framer {
+            max_event_bytes,
+            raw: Vec::new(),
+            line_start: 0,
+            after_cr: false,
+            at_start: true,
+            has_lines: false,
+            name: None,
+            data: None,
+        }
+    }
+
+    /// Read one chunk; whole events are appended to `out`. After an error,
+    /// the framer is left as it was when the event crossed the bound and
+    /// should not be used again.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
+        let mut rest = chunk;
+        if self.after_cr && rest.first() == Some(&b'\n') {
+            // The LF of a CRLF split across chunks: part of the line end
+            // already read.
+            self.raw.push(b'\n');
+            self.line_start = self.raw.len();
+            rest = &rest[1..];
+        }
+        self.after_cr = false;
+        while !rest.is_empty() {
+            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+                self.append(rest)?;
+                break;
+            };
+            self.append(&rest[..end])?;
+            let line_end = self.raw.len();
+            let terminator = if rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
+            self.append(&rest[end..end + terminator])?;
+            if rest[end] == b'\r' && terminator == 1 && end + 1 == rest.len() {
+                self.after_cr = true;
+            }
+            self.line(line_end, out);
+            rest = &rest[end + terminator..];
+        }
+        Ok(())
+    }
+
+    /// The stream ended: deliver the event being read, if any, even without
+    /// the blank line that should end it (its raw bytes too, when they are
+    /// only blank lines).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        let line_end = self.raw.len();
+        if !self.raw[self.line_start..].iter().all(|&b| is_space(b)) {
+            // A last line without a line end.
+            self.field(line_end);
+        }
+        self.after_cr = false;
+        if !self.raw.is_empty() {
+            self.dispatch(out);
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<(), TooLarge> {
+        if self.raw.len().saturating_add(bytes.len()) > self.max_event_bytes {
+            return Err(TooLarge {
+                max_event_bytes: self.max_event_bytes,
+            });
+        }
+        self.raw.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// A line ended: `raw[line_start..line_end]` is its text.
+    fn line(&mut self, line_end: usize, out: &mut Vec<Event>) {
+        let blank = self.raw[self.line_start..line_end]
+            .iter()
+            .all(|&b| is_space(b));
+        if blank {
+            self.at_start = false;
+            self.line_start = self.raw.len();
+            if self.has_lines {
+                self.dispatch(out);
+            }
+            // Blank lines before an event are the start of its raw bytes.
+            return;
+        }
+        self.field(line_end);
+        self.line_start = self.raw.len();
+    }
+
+    /// Read one non-blank line as a field.
+    fn field(&mut self, line_end: usize) {
+        let mut start = self.line_start;
+        if self.at_start && self.raw[start..line_end].starts_with(BOM) {
+            start += BOM.len();
+        }
+        self.at_start = false;
+        self.has_lines = true;
+        let (name, value) = split_field(&self.raw[start..line_end]);
+        let Some(name) = name else {
+            return; // a comment
+        };
+        if name.eq_ignore_ascii_case(b"data") {
+            match &mut self.data {
+                Some(data) => {
+                    data.push(b'\n');
+                    data.extend_from_slice(value);
+                }
+                None => self.data = Some(value.to_vec()),
+            }
+        } else if name.eq_ignore_ascii_case(b"event") {
+            self.name = Some(value.to_vec());
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<Event>) {
+        out.push(Event {
+            raw: std::mem::take(&mut self.raw),
+            name: self.name.take(),
+            data: self.data.take(),
+        });
+        self.line_start = 0;
+        self.has_lines = false;
+    }
+}
+
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
+fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// Split a line into its field name and value. `None` for a comment. The
+/// name is what precedes the first `:` (the whole line without one), after
+/// leading whitespace; the value loses one leading space.
+fn split_field(line: &[u8]) -> (Option<&[u8]>, &[u8]) {
+    let line = match line.iter().position(|&b| !is_space(b)) {
+        Some(first) => &line[first..],
+        None => &[],
+    };
+    if line.first() == Some(&b':') {
+        return (None, &[]);
+    }
+    match line.iter().position(|&b| b == b':') {
+        Some(colon) => {
+            let value = &line[colon + 1..];
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            (Some(&line[..colon]), value)
+        }
+        None => (Some(line), &[]),
+    }
+}
+
+/// Whether text starts like an SSE body: its first non-blank line is a
+/// `data`, `event`, `id` or `retry` field or a comment, leading whitespace
+/// and any case allowed.
 #[must_use]
 pub fn looks_like_sse(text: &str) -> bool {
-    let line = text.trim_start();
-    ["data:", "event:", "id:", "retry:", ":"]
-        .iter()
-        .any(|field| line.starts_with(field))
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(line) = text
+        .split(['\n', '\r'])
+        .find(|line| !line.bytes().all(is_space))
+    else {
+        return false;
+    };
+    match split_field(line.as_bytes()) {
+        (None, _) => true,
+        (Some(name), _) => {
+            let has_colon = line.contains(':');
+            has_colon
+                && [b"data".as_slice(), b"event", b"id", b"retry"]
+                    .iter()
+                    .any(|field| name.eq_ignore_ascii_case(field))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feed `chunks`, then finish.
+    fn frame(chunks: &[&[u8]]) -> Vec<Event> {
+        let mut framer = Framer::new(1 << 20);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            framer.push(chunk, &mut out).unwrap();
+        }
+        framer.finish(&mut out);
+        out
+    }
+
+    fn data(events: &[Event]) -> Vec<Option<&str>> {
+        events
+            .iter()
+            .map(|e| e.data.as_deref().map(|d| std::str::from_utf8(d).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn lf_crlf_and_cr_line_ends_read_alike() {
+        for body in [
+            "event: a\ndata: 1\n\ndata: 2\n\n",
+            "event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n",
+            "event: a\rdata: 1\r\rdata: 2\r\r",
+        ] {
+            let events = frame(&[body.as_bytes()]);
+            assert_eq!(data(&events), [Some("1"), Some("2")], "{body:?}");
+            assert_eq!(events[0].name.as_deref(), Some(b"a".as_slice()));
+            assert_eq!(events[1].name, None);
+        }
+    }
+
+    #[test]
+    fn a_crlf_split_across_chunks_is_one_line_end() {
+        // Read as two line ends, the LF would be a blank line that ends the
+        // event early.
+        let events = frame(&[b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n"]);
+        // The event is delivered at its blank line's CR; the LF after it
+        // starts the next frame's bytes.
+        assert_eq!(data(&events), [Some("a\nb"), None]);
+        assert_eq!(events[1].raw, b"\n");
+        let events = frame(&[b"data: a\r", b"\r", b"data: b\n\n"]);
+        assert_eq!(data(&events), [Some("a"), Some("b")]);
+    }
+
+    #[test]
+    fn several_data_lines_are_joined_with_newlines() {
+        let events = frame(&[b"data: {\"a\":\ndata:1}\ndata\n\n"]);
+        assert_eq!(data(&events), [Some("{\"a\":\n1}\n")]);
+    }
+
+    #[test]
+    fn comments_are_ignored_and_keepalives_are_frames_without_data() {
+        let events = frame(&[b": keep-alive\n\ndata: x\n: note\n\n"]);
+        assert_eq!(data(&events), [None, Some("x")]);
+        assert_eq!(events[0].raw, b": keep-alive\n\n");
+    }
+
+    #[test]
+    fn leading_whitespace_field_case_and_the_optional_space() {
+        let events = frame(&[b" data: a\n\n\t DATA:b\n\nData:  c\n\n"]);
+        assert_eq!(data(&events), [Some("a"), Some("b"), Some(" c")]);
+    }
+
+    #[test]
+    fn a_last_event_without_its_blank_line_is_delivered_at_finish() {
+        let events = frame(&[b"data: 1\n\ndata: 2\n"]);
+        assert_eq!(data(&events), [Some("1"), Some("2")]);
+        let events = frame(&[b"data: 1\n\ndata: 2"]);
+        assert_eq!(data(&events), [Some("1"), Some("2")]);
+    }
+
+    #[test]
+    fn trailing_spaces_stay_in_the_data() {
+        let events = frame(&[b"data: {\"type\":\"ping\"}     \n\n"]);
+        assert_eq!(data(&events), [Some("{\"type\":\"ping\"}     ")]);
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_not_part_of_the_field_name() {
+        let events = frame(&[b"\xEF\xBB\xBFdata: x\n\n"]);
+        assert_eq!(data(&events), [Some("x")]);
+    }
+
+    #[test]
+    fn frames_give_back_every_byte_in_order() {
+        let body: &[u8] = b"\n\n: c\r\n\r\nevent: e\rdata: 1\r\r  \n\ndata: 2\n\n\n\n";
+        for split in 0..=body.len() {
+            let events = frame(&[&body[..split], &body[split..]]);
+            let joined: Vec<u8> = events.iter().flat_map(|e| e.raw.clone()).collect();
+            assert_eq!(joined, body, "split at {split}");
+            assert_eq!(
+                data(&events).into_iter().flatten().collect::<Vec<_>>(),
+                ["1", "2"],
+                "split at {split}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_event_past_the_bound_is_an_error() {
+        let mut framer = Framer::new(16);
+        let mut out = Vec::new();
+        assert!(framer.push(b"data: 12345\n\n", &mut out).is_ok());
+        let err = framer.push(b"data: 1234567890123", &mut out).unwrap_err();
+        assert_eq!(err.max_event_bytes, 16);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn sse_bodies_are_recognised() {
+        for body in [
+            "data: {}",
+            "  data: {}",
+            "event: x\ndata: 1",
+            ": comment",
+            "\n\nid: 1",
+            "retry: 10",
+            "\u{feff}DATA: x",
+        ] {
+            assert!(looks_like_sse(body), "{body:?}");
+        }
+        for body in ["", "  ", "{\"a\":1}", "hello", "database: x", "data"] {
+            assert!(!looks_like_sse(body), "{body:?}");
+        }
+    }
 }

@@ -1,42 +1,406 @@
-//! Streams: assemble tool calls from SSE events and JSON event sequences.
-//! (Placeholder interface; the assembler is being written.)
+//! Streams: tool calls assembled from SSE events and JSON event sequences,
+//! chunk by chunk.
+//!
+//! An [`Assembler`] splits the bytes into events (the SSE
+//! [`Framer`](crate::detect::sse::Framer), or a JSON-sequence splitter),
+//! reads each event's JSON once into a probe of its top-level keys, and
+//! hands it to the decoder of its format: OpenAI Chat chunks, OpenAI
+//! Responses events, Anthropic events, Gemini chunks (with Vertex's streamed
+//! `partialArgs`), Vercel AI SDK UI message streams, Bedrock ConverseStream
+//! events. A JSON sequence whose documents are whole payloads is read with
+//! the document readers. Decoders report what each event says about a call
+//! to one registry, which numbers calls in order of first appearance: that
+//! ordinal is the call's `index` in the final [`Detection`].
+//!
+//! For each event, [`Assembler::push`] returns a [`StreamEvent::Frame`]
+//! with the event's bytes exactly as received and the calls it concerns,
+//! then [`StreamEvent::CallNamed`] / [`StreamEvent::CallComplete`] as names
+//! become known and arguments final. A gateway can forward frames that
+//! concern no call at once, hold the others, and release or block them
+//! once [`Assembler::finish`] has given the whole [`Detection`] to check.
+//!
+//! Everything is bounded: the whole stream by `max_payload_bytes`, one
+//! event by `max_argument_bytes` plus [`EVENT_ENVELOPE_BYTES`], one call's
+//! arguments by `max_argument_bytes`, the number of calls by `max_calls`.
+//! Past a bound the stream is `input_limit_exceeded`; nothing panics.
+//!
+//! ```
+//! use toolgate::detect::stream::{Assembler, StreamEvent};
+//! use toolgate::{Framing, Limits};
+//!
+//! let mut stream = Assembler::new(Framing::Sse, Limits::default());
+//! let mut events = stream.push(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"ci\"}}]}}]}\n\n");
+//! events.extend(stream.push(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"ty\\\":\\\"Paris\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"));
+//! assert!(matches!(&events[0], StreamEvent::Frame { calls, hold: true, .. } if calls == &[0]));
+//! assert!(events.contains(&StreamEvent::CallNamed { call: 0, name: "get_weather".into() }));
+//! assert!(events.contains(&StreamEvent::CallComplete { call: 0 }));
+//!
+//! let found = stream.finish();
+//! assert_eq!(found.calls[0].name, "get_weather");
+//! assert_eq!(found.calls[0].arguments.as_object().unwrap()["city"], "Paris");
+//! ```
 
-use crate::detect::limits::Limits;
-use crate::detect::Detection;
+mod anthropic;
+mod bedrock;
+mod calls;
+mod gemini;
+mod json_path;
+mod openai_chat;
+mod openai_responses;
+mod probe;
+mod sequence;
+mod vercel;
+mod whole;
+
+use serde_json::value::RawValue;
+
+use self::calls::Calls;
+use self::probe::{Probe, Route};
+use self::sequence::{Document, Splitter};
+use crate::detect::limits::{Limits, HARD_MAX_DEPTH};
+use crate::detect::sse::{self, Event, TooLarge};
+use crate::detect::{code_of, Detection};
 use crate::model::Framing;
+use crate::verdict::ViolationCode;
+
+/// What an event may hold besides one call's arguments (ids, usage, a
+/// whole response repeated by `response.completed`): an event may be this
+/// much larger than `max_argument_bytes`.
+pub const EVENT_ENVELOPE_BYTES: usize = 1024 * 1024;
 
 /// What the assembler reports as a stream goes by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEvent {
-    /// One whole event of the stream, its bytes exactly as received, and the
-    /// calls whose fragments it carries (empty: nothing to hold back).
-    Frame { raw: Vec<u8>, calls: Vec<usize> },
-    /// The name of call `call` is known.
+    /// One whole event of the stream, its bytes exactly as received (the
+    /// frames of a stream, in order, are all its bytes), and the calls it
+    /// concerns (starts, fragments, ends of, or repeats).
+    Frame {
+        raw: Vec<u8>,
+        /// Call ordinals, ascending; empty for text and metadata.
+        calls: Vec<usize>,
+        /// The frame must not reach the client before the verdict: it
+        /// concerns a call, or carries something that could not be read or
+        /// tracked (a malformed event, a call past `max_calls`). Frames
+        /// with `hold: false` may be forwarded at once.
+        hold: bool,
+    },
+    /// The name of call `call` is known (empty if the call ended without
+    /// one). Reported once per call, before its `CallComplete`.
     CallNamed { call: usize, name: String },
-    /// Call `call` has all its arguments.
+    /// Call `call` will receive nothing more: its arguments are final
+    /// (though they may still be invalid). Reported once per call.
     CallComplete { call: usize },
 }
 
 /// Reads a stream chunk by chunk.
 #[derive(Debug)]
 pub struct Assembler {
-    limits: Limits,
     framing: Framing,
+    split: Split,
+    calls: Calls,
+    decoders: Decoders,
+    /// Bytes received.
+    received: usize,
+    /// Events with data read so far, for messages.
+    events: usize,
+    /// A bound was crossed: the rest of the input is not read.
+    stopped: bool,
+    closed: bool,
 }
 
-impl Assembler {
-    #[must_use]
-    pub fn new(framing: Framing, limits: Limits) -> Self {
-        Assembler { limits, framing }
+/// Splits the bytes into events.
+#[derive(Debug)]
+enum Split {
+    Sse(sse::Framer),
+    Sequence(Splitter),
+}
+
+impl Split {
+    /// Whole events of one more chunk, appended to `out`.
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
+        match self {
+            Split::Sse(framer) => framer.push(chunk, out),
+            Split::Sequence(splitter) => {
+                let mut documents = Vec::new();
+                let status = splitter.push(chunk, &mut documents);
+                out.extend(documents.into_iter().map(Document::into_event));
+                status
+            }
+        }
+    }
+
+    /// What is left when the stream ends.
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        match self {
+            Split::Sse(framer) => framer.finish(out),
+            Split::Sequence(splitter) => {
+                let mut documents = Vec::new();
+                splitter.finish(&mut documents);
+                out.extend(documents.into_iter().map(Document::into_event));
+            }
+        }
     }
 }
 
-pub(crate) fn read_whole(_body: &str, framing: Framing, limits: &Limits) -> Detection {
-    let _ = Assembler::new(framing, *limits);
-    let mut out = crate::detect::collect::Collector::new(limits);
-    out.violation(
-        crate::verdict::ViolationCode::MalformedPayload,
-        "streams are not read yet",
-    );
-    out.finish(framing)
+#[derive(Debug, Default)]
+struct Decoders {
+    openai_chat: openai_chat::Decoder,
+    openai_responses: openai_responses::Decoder,
+    anthropic: anthropic::Decoder,
+    gemini: gemini::Decoder,
+    vercel: vercel::Decoder,
+    bedrock: bedrock::Decoder,
 }
+
+impl Assembler {
+    /// An assembler for a `text/event-stream` body ([`Framing::Sse`]) or a
+    /// sequence of JSON documents ([`Framing::JsonSequence`]; also used for
+    /// [`Framing::Json`]).
+    #[must_use]
+    pub fn new(framing: Framing, limits: Limits) -> Self {
+        Assembler::with_events(framing, limits, true)
+    }
+
+    fn with_events(framing: Framing, limits: Limits, emit: bool) -> Self {
+        let max_event_bytes = limits
+            .max_argument_bytes
+            .saturating_add(EVENT_ENVELOPE_BYTES);
+        let split = match framing {
+            Framing::Sse => Split::Sse(sse::Framer::new(max_event_bytes)),
+            Framing::Json | Framing::JsonSequence => {
+                Split::Sequence(Splitter::new(max_event_bytes))
+            }
+        };
+        Assembler {
+            framing,
+            split,
+            calls: Calls::new(limits, emit),
+            decoders: Decoders::default(),
+            received: 0,
+            events: 0,
+            stopped: false,
+            closed: false,
+        }
+    }
+
+    /// Read the next chunk of the stream. Returns, in order, a frame for
+    /// each event it completes and what those events told about calls.
+    /// After a bound is crossed (see [`Assembler::has_violation`]), or after
+    /// [`Assembler::close`], input is ignored.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if self.stopped || self.closed {
+            return out;
+        }
+        self.received = self.received.saturating_add(chunk.len());
+        let max = self.calls.limits().max_payload_bytes;
+        if self.received > max {
+            self.stop(format!(
+                "the stream is more than max_payload_bytes ({max}) bytes"
+            ));
+            return out;
+        }
+        let mut events = Vec::new();
+        let status = self.split.push(chunk, &mut events);
+        for event in events {
+            self.event(event, &mut out);
+        }
+        if let Err(TooLarge { max_event_bytes }) = status {
+            self.stop(format!(
+                "a stream event is larger than {max_event_bytes} bytes (max_argument_bytes plus {EVENT_ENVELOPE_BYTES} for its envelope)"
+            ));
+        }
+        out
+    }
+
+    /// The stream ended: read a last event left without its blank line, and
+    /// complete the calls still open (those a format must close explicitly,
+    /// like an Anthropic `tool_use` block, become incomplete). Returns what
+    /// that produced. Later calls return nothing.
+    pub fn close(&mut self) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if self.closed {
+            return out;
+        }
+        self.closed = true;
+        if !self.stopped {
+            let mut events = Vec::new();
+            self.split.finish(&mut events);
+            for event in events {
+                self.event(event, &mut out);
+            }
+        }
+        let cx = &mut self.calls;
+        self.decoders.openai_chat.close(cx);
+        self.decoders.openai_responses.close(cx);
+        self.decoders.anthropic.close(cx);
+        self.decoders.gemini.close(cx);
+        self.decoders.vercel.close(cx);
+        self.decoders.bedrock.close(cx);
+        cx.drain(&mut out);
+        out
+    }
+
+    /// Whether something is already wrong with the stream as a whole (a
+    /// malformed event, a bound crossed): the verdict will fail, so a
+    /// gateway may stop reading.
+    #[must_use]
+    pub fn has_violation(&self) -> bool {
+        self.calls.has_violation()
+    }
+
+    /// Everything the stream held, after [`Assembler::close`] (called here
+    /// if it was not).
+    #[must_use]
+    pub fn finish(mut self) -> Detection {
+        self.close();
+        if !self.calls.recognised() && !self.calls.has_violation() {
+            self.calls.violation(
+                ViolationCode::MalformedPayload,
+                "the stream holds no event of a tool-call format toolgate knows".to_owned(),
+            );
+        }
+        self.calls.finish(self.framing)
+    }
+
+    /// A bound was crossed: report it and read no more.
+    fn stop(&mut self, message: String) {
+        self.stopped = true;
+        self.calls
+            .violation(ViolationCode::InputLimitExceeded, message);
+    }
+
+    /// One framed event: read its data, then report the frame.
+    fn event(&mut self, event: Event, out: &mut Vec<StreamEvent>) {
+        if let Some(data) = &event.data {
+            self.events += 1;
+            self.data(event.name.as_deref(), data);
+        }
+        self.calls.frame(event.raw, out);
+    }
+
+    /// The data of one event.
+    fn data(&mut self, name: Option<&[u8]>, data: &[u8]) {
+        let n = self.events;
+        let Ok(text) = std::str::from_utf8(data) else {
+            self.malformed(format!("stream event {n} is not UTF-8 text"));
+            return;
+        };
+        let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        if trimmed.is_empty() {
+            return;
+        }
+        if trimmed == "[DONE]" {
+            self.decoders.openai_chat.done(&mut self.calls);
+            self.decoders.vercel.done(&mut self.calls);
+            return;
+        }
+        let raw: &RawValue = match serde_json::from_str(text) {
+            Ok(raw) => raw,
+            Err(err) => {
+                self.calls.untracked();
+                self.calls.violation(code_of(&err), json_problem(n, &err));
+                return;
+            }
+        };
+        let Ok(name) = name.map(std::str::from_utf8).transpose() else {
+            self.malformed(format!(
+                "stream event {n} has an event name that is not UTF-8"
+            ));
+            return;
+        };
+        let name = name.filter(|name| !name.is_empty());
+        if let Err(err) = self.decode(raw, name) {
+            self.calls.untracked();
+            self.calls.violation(
+                code_of(&err),
+                format!("stream event {n} has a duplicate or mistyped field"),
+            );
+        }
+    }
+
+    /// Route one event to its decoder.
+    fn decode(&mut self, raw: &RawValue, name: Option<&str>) -> Result<(), serde_json::Error> {
+        let sequence = matches!(self.split, Split::Sequence(_));
+        if !raw.get().starts_with('{') {
+            // An array or a scalar: no stream event is one; in a sequence,
+            // an array may be a payload (a list of calls).
+            if sequence {
+                whole::document(raw, &mut self.calls)?;
+            }
+            return Ok(());
+        }
+        let probe: Probe<'_> = serde_json::from_str(raw.get())?;
+        let data_kind = probe.kind();
+        if let (Some(name), Some(kind)) = (name, data_kind.as_deref()) {
+            if name != kind {
+                // A client may dispatch on either: fail closed.
+                self.calls.untracked();
+                self.calls.violation(
+                    ViolationCode::MalformedPayload,
+                    format!(
+                        "stream event {} has an event name that differs from its data's type",
+                        self.events
+                    ),
+                );
+                return Ok(());
+            }
+        }
+        let kind = data_kind.as_deref().or(name);
+        let cx = &mut self.calls;
+        let d = &mut self.decoders;
+        match probe.route(kind) {
+            Route::OpenAiChat => {
+                if !d.openai_chat.event(&probe, cx)? {
+                    // Whole completions (`choices[].message`), not chunks.
+                    whole::document(raw, cx)?;
+                }
+            }
+            Route::OpenAiResponses => {
+                d.openai_responses
+                    .event(&probe, kind.unwrap_or_default(), cx)?;
+            }
+            Route::Anthropic => d.anthropic.event(&probe, kind.unwrap_or_default(), cx)?,
+            Route::Gemini => d.gemini.event(&probe, cx)?,
+            Route::Vercel => d.vercel.event(&probe, kind.unwrap_or_default(), cx)?,
+            Route::Bedrock => d.bedrock.event(&probe, cx)?,
+            Route::Unknown if sequence => {
+                whole::document(raw, cx)?;
+            }
+            Route::Unknown => {}
+        }
+        Ok(())
+    }
+
+    /// An event that cannot be read: a violation, and the frame is held.
+    fn malformed(&mut self, message: String) {
+        self.calls.untracked();
+        self.calls
+            .violation(ViolationCode::MalformedPayload, message);
+    }
+}
+
+/// A message for an event that is not JSON: its position, never its
+/// content.
+fn json_problem(n: usize, err: &serde_json::Error) -> String {
+    let position = format!("line {} column {}", err.line(), err.column());
+    if code_of(err) == ViolationCode::InputLimitExceeded {
+        format!("stream event {n} nests deeper than {HARD_MAX_DEPTH} levels ({position})")
+    } else if err.is_eof() {
+        format!("stream event {n} is not valid JSON: it ends early ({position})")
+    } else {
+        format!("stream event {n} is not valid JSON ({position})")
+    }
+}
+
+/// Read a whole body as a stream: what [`detect`](crate::detect::detect)
+/// does for SSE bodies and JSON sequences.
+#[must_use]
+pub fn read_whole(body: &[u8], framing: Framing, limits: &Limits) -> Detection {
+    let mut stream = Assembler::with_events(framing, *limits, false);
+    stream.push(body);
+    stream.finish()
+}
+
+#[cfg(test)]
+mod tests;

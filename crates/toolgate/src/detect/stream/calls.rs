@@ -1,0 +1,532 @@
+//! The calls of one stream as they assemble.
+//!
+//! Each call gets a slot, numbered in order of first appearance: that number
+//! is the call's ordinal in [`StreamEvent`]s and its `index` in the final
+//! [`Detection`]. Decoders report what each event says about a call (its
+//! name, a fragment of its arguments, its final arguments, its end); the
+//! slot keeps the first name and id and fails closed on anything that
+//! contradicts them. Results, turn boundaries and violations are logged in
+//! order and replayed into a [`Collector`] at the end, which parses the
+//! arguments strictly.
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::detect::args::{error, parse_object};
+use crate::detect::collect::{too_many_calls, ArgSource, Collector};
+use crate::detect::limits::Limits;
+use crate::detect::stream::StreamEvent;
+use crate::detect::Detection;
+use crate::model::{ArgumentError, ArgumentErrorReason, CallKind, Format, Framing};
+use crate::verdict::{Violation, ViolationCode};
+
+/// The calls, results and violations of one stream, and what the event
+/// being read did to them.
+#[derive(Debug)]
+pub(crate) struct Calls {
+    limits: Limits,
+    slots: Vec<Slot>,
+    results: Vec<ResultSlot>,
+    log: Vec<Entry>,
+    violations: Vec<Violation>,
+    over_limit: bool,
+    format: Option<Format>,
+    /// The calls the current event concerns.
+    touched: Vec<usize>,
+    /// The current event must be held back (a fragment of a call that could
+    /// not be tracked).
+    hold: bool,
+    /// Whether to report [`StreamEvent`]s at all.
+    emit: bool,
+    events: Vec<StreamEvent>,
+}
+
+/// One call.
+#[derive(Debug)]
+struct Slot {
+    format: Format,
+    kind: CallKind,
+    id: Option<String>,
+    name: Option<String>,
+    /// `CallNamed` was reported.
+    named: bool,
+    /// The concatenated fragments, or the final text.
+    text: String,
+    /// A final text was given: any other must equal it.
+    settled: bool,
+    /// A whole value: a default used when no fragment came (Anthropic's
+    /// `content_block_start` input), or the authoritative final value that
+    /// the fragments had to match (Vercel's `tool-input-available`).
+    inline: Option<Box<RawValue>>,
+    /// Why the arguments cannot be trusted; the first reason wins.
+    error: Option<ArgumentError>,
+    complete: bool,
+}
+
+/// One tool result.
+#[derive(Debug)]
+pub(crate) struct ResultSlot {
+    format: Format,
+    call_id: Option<String>,
+    name: Option<String>,
+    /// The content as sent.
+    pub(crate) content: Option<Value>,
+    pub(crate) is_error: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    Call(usize),
+    Result(usize),
+    Turn,
+}
+
+impl Calls {
+    pub(crate) fn new(limits: Limits, emit: bool) -> Self {
+        Calls {
+            limits,
+            slots: Vec::new(),
+            results: Vec::new(),
+            log: Vec::new(),
+            violations: Vec::new(),
+            over_limit: false,
+            format: None,
+            touched: Vec::new(),
+            hold: false,
+            emit,
+            events: Vec::new(),
+        }
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Record that the stream is in `format`.
+    pub(crate) fn saw(&mut self, format: Format) {
+        self.format.get_or_insert(format);
+    }
+
+    /// Whether any event of a known format was read.
+    pub(crate) fn recognised(&self) -> bool {
+        self.format.is_some()
+    }
+
+    /// How many more calls fit within `max_calls`.
+    pub(crate) fn room(&self) -> usize {
+        self.limits.max_calls.saturating_sub(self.slots.len())
+    }
+
+    /// A new call. `None` past `max_calls`: the call is not tracked (one
+    /// `input_limit_exceeded` violation is recorded) and the event is held.
+    pub(crate) fn open(
+        &mut self,
+        format: Format,
+        kind: CallKind,
+        id: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<usize> {
+        self.saw(format);
+        if self.room() == 0 {
+            self.past_limit();
+            return None;
+        }
+        let call = self.slots.len();
+        self.slots.push(Slot {
+            format,
+            kind,
+            id: None,
+            name: None,
+            named: false,
+            text: String::new(),
+            settled: false,
+            inline: None,
+            error: None,
+            complete: false,
+        });
+        self.log.push(Entry::Call(call));
+        self.touch(call);
+        if let Some(id) = id {
+            self.set_id(call, id);
+        }
+        if let Some(name) = name {
+            self.set_name(call, name);
+        }
+        Some(call)
+    }
+
+    /// Calls were dropped past `max_calls`.
+    pub(crate) fn past_limit(&mut self) {
+        if !self.over_limit {
+            self.over_limit = true;
+            self.violations.push(too_many_calls(&self.limits));
+        }
+        self.hold = true;
+    }
+
+    /// The current event carries part of a call that is not tracked (past
+    /// the limit, or never started): it must be held back.
+    pub(crate) fn untracked(&mut self) {
+        self.hold = true;
+    }
+
+    /// The current event concerns `call`.
+    pub(crate) fn touch(&mut self, call: usize) {
+        if !self.touched.contains(&call) {
+            self.touched.push(call);
+        }
+    }
+
+    pub(crate) fn is_complete(&self, call: usize) -> bool {
+        self.slots.get(call).is_none_or(|s| s.complete)
+    }
+
+    /// The call's name. An empty name is no name; a second, different name
+    /// makes the arguments `conflicting`.
+    pub(crate) fn set_name(&mut self, call: usize, name: &str) {
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if name.is_empty() {
+            return;
+        }
+        match &slot.name {
+            Some(known) if known == name => {}
+            Some(_) => self.conflict(call, "the stream names this call twice, differently"),
+            None if slot.named => {
+                self.conflict(call, "the stream names this call after it was complete");
+            }
+            None => {
+                slot.name = Some(name.to_owned());
+                slot.named = true;
+                if self.emit {
+                    self.events.push(StreamEvent::CallNamed {
+                        call,
+                        name: name.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The call's id. An empty id is no id; a second, different id makes
+    /// the arguments `conflicting`.
+    pub(crate) fn set_id(&mut self, call: usize, id: &str) {
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if id.is_empty() {
+            return;
+        }
+        match &slot.id {
+            Some(known) if known == id => {}
+            Some(_) => self.conflict(call, "the stream gives this call two different ids"),
+            None => slot.id = Some(id.to_owned()),
+        }
+    }
+
+    /// The call's kind; a different one makes the arguments `conflicting`.
+    pub(crate) fn set_kind(&mut self, call: usize, kind: CallKind) {
+        if self.slots.get(call).is_some_and(|s| s.kind != kind) {
+            self.conflict(call, "the stream gives this call two different kinds");
+        }
+    }
+
+    /// One more fragment of the arguments.
+    pub(crate) fn append(&mut self, call: usize, fragment: &str) {
+        self.touch(call);
+        let max = self.limits.max_argument_bytes;
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if fragment.is_empty() || slot.error.is_some() {
+            return;
+        }
+        if slot.complete || slot.settled {
+            self.conflict(
+                call,
+                "argument fragments arrived after the call was complete",
+            );
+            return;
+        }
+        if slot.text.len().saturating_add(fragment.len()) > max {
+            self.fail(call, too_large(max));
+            return;
+        }
+        slot.text.push_str(fragment);
+    }
+
+    /// The final arguments text (a `.done` event, a whole item). It must
+    /// equal the fragments, when there were any, and any earlier final text.
+    pub(crate) fn final_text(&mut self, call: usize, text: &str) {
+        self.touch(call);
+        let max = self.limits.max_argument_bytes;
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if slot.error.is_some() {
+            return;
+        }
+        if slot.settled || !slot.text.is_empty() {
+            if slot.text != text {
+                self.conflict(
+                    call,
+                    "the final arguments differ from the streamed fragments",
+                );
+            }
+            return;
+        }
+        if text.len() > max {
+            self.fail(call, too_large(max));
+            return;
+        }
+        text.clone_into(&mut slot.text);
+        slot.settled = true;
+    }
+
+    /// A whole value to use when no fragment comes (Anthropic's
+    /// `content_block_start` input).
+    pub(crate) fn default_value(&mut self, call: usize, value: &RawValue) {
+        self.touch(call);
+        if let Some(slot) = self.slots.get_mut(call) {
+            slot.inline = Some(value.to_owned());
+        }
+    }
+
+    /// The authoritative final value (Vercel's `tool-input-available`):
+    /// fragments, if any, must hold the same JSON value.
+    pub(crate) fn final_value(&mut self, call: usize, value: &RawValue) {
+        self.touch(call);
+        let limits = self.limits;
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if slot.error.is_some() {
+            return;
+        }
+        if let Some(known) = &slot.inline {
+            if known.get() != value.get() {
+                self.conflict(
+                    call,
+                    "the stream gives this call two different final inputs",
+                );
+            }
+            return;
+        }
+        if !slot.text.is_empty() {
+            let streamed = parse_object(&slot.text, &limits).ok().map(Value::Object);
+            let given = serde_json::from_str::<Value>(value.get()).ok();
+            if streamed.is_none() || streamed != given {
+                self.conflict(call, "the final input differs from the streamed fragments");
+                return;
+            }
+            slot.text.clear();
+        }
+        slot.inline = Some(value.to_owned());
+        slot.settled = true;
+    }
+
+    /// The arguments cannot be trusted. The first reason wins.
+    pub(crate) fn fail(&mut self, call: usize, err: ArgumentError) {
+        self.touch(call);
+        if let Some(slot) = self.slots.get_mut(call) {
+            slot.error.get_or_insert(err);
+        }
+    }
+
+    /// Fragments contradict each other: fail closed.
+    pub(crate) fn conflict(&mut self, call: usize, message: &str) {
+        self.fail(call, error(ArgumentErrorReason::Conflicting, message));
+    }
+
+    /// The stream ended (or a new message began) before the call did.
+    pub(crate) fn incomplete(&mut self, call: usize) {
+        if !self.is_complete(call) {
+            self.fail(
+                call,
+                error(
+                    ArgumentErrorReason::Incomplete,
+                    "the stream never finished this call: its arguments may be cut short",
+                ),
+            );
+            self.complete(call);
+        }
+    }
+
+    /// The call will get nothing more: report it (named first, if its name
+    /// never came).
+    pub(crate) fn complete(&mut self, call: usize) {
+        let Some(slot) = self.slots.get_mut(call) else {
+            return;
+        };
+        if slot.complete {
+            return;
+        }
+        slot.complete = true;
+        let unnamed = !slot.named;
+        slot.named = true;
+        self.touch(call);
+        if self.emit {
+            if unnamed {
+                self.events.push(StreamEvent::CallNamed {
+                    call,
+                    name: String::new(),
+                });
+            }
+            self.events.push(StreamEvent::CallComplete { call });
+        }
+    }
+
+    /// A tool result; returns its handle.
+    pub(crate) fn result(
+        &mut self,
+        format: Format,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        content: Option<Value>,
+        is_error: bool,
+    ) -> usize {
+        self.saw(format);
+        let handle = self.results.len();
+        self.results.push(ResultSlot {
+            format,
+            call_id: call_id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            content,
+            is_error,
+        });
+        self.log.push(Entry::Result(handle));
+        handle
+    }
+
+    pub(crate) fn result_mut(&mut self, handle: usize) -> Option<&mut ResultSlot> {
+        self.results.get_mut(handle)
+    }
+
+    /// The next conversation turn starts.
+    pub(crate) fn next_turn(&mut self) {
+        self.log.push(Entry::Turn);
+    }
+
+    /// A violation of the stream as a whole.
+    pub(crate) fn violation(&mut self, code: ViolationCode, message: String) {
+        self.violations.push(Violation::payload(code, message));
+    }
+
+    pub(crate) fn has_violation(&self) -> bool {
+        !self.violations.is_empty()
+    }
+
+    /// The events for one frame of the stream: the frame, then what it told
+    /// about calls.
+    pub(crate) fn frame(&mut self, raw: Vec<u8>, out: &mut Vec<StreamEvent>) {
+        let mut calls = std::mem::take(&mut self.touched);
+        calls.sort_unstable();
+        let hold = std::mem::take(&mut self.hold) || !calls.is_empty();
+        if self.emit {
+            out.push(StreamEvent::Frame { raw, calls, hold });
+            out.append(&mut self.events);
+        }
+    }
+
+    /// What happened outside any frame (at the end of the stream).
+    pub(crate) fn drain(&mut self, out: &mut Vec<StreamEvent>) {
+        self.touched.clear();
+        self.hold = false;
+        out.append(&mut self.events);
+    }
+
+    /// Replay everything into a collector, which numbers the calls (in slot
+    /// order, so ordinals are indices) and parses their arguments.
+    pub(crate) fn finish(mut self, framing: Framing) -> Detection {
+        let limits = self.limits;
+        let mut out = Collector::new(&limits);
+        if let Some(format) = self.format {
+            out.saw(format);
+        }
+        for entry in &self.log {
+            match *entry {
+                Entry::Call(call) => {
+                    let slot = &self.slots[call];
+                    out.call(
+                        slot.format,
+                        slot.kind,
+                        slot.id.as_deref(),
+                        slot.name.as_deref().unwrap_or_default(),
+                        slot.source(),
+                    );
+                }
+                Entry::Result(handle) => {
+                    let result = &mut self.results[handle];
+                    out.result_value(
+                        result.format,
+                        result.call_id.as_deref(),
+                        result.name.as_deref(),
+                        result.content.take(),
+                        result.is_error,
+                    );
+                }
+                Entry::Turn => out.next_turn(None),
+            }
+        }
+        for violation in self.violations {
+            out.violation(violation.code, violation.message);
+        }
+        out.finish(framing)
+    }
+}
+
+impl Slot {
+    /// Where the collector reads the arguments from.
+    fn source(&self) -> ArgSource<'_> {
+        if let Some(err) = &self.error {
+            let raw = match (&self.inline, self.text.is_empty()) {
+                (Some(inline), true) => inline.get().to_owned(),
+                _ => self.text.clone(),
+            };
+            return ArgSource::Invalid(err.clone(), raw);
+        }
+        if !self.text.is_empty() {
+            if self.inline.as_deref().is_some_and(|v| !is_empty_value(v)) {
+                return ArgSource::Invalid(
+                    error(
+                        ArgumentErrorReason::Conflicting,
+                        "the stream gives this call both a whole input and argument fragments",
+                    ),
+                    self.text.clone(),
+                );
+            }
+            return self.text_source();
+        }
+        match &self.inline {
+            Some(inline) => ArgSource::Inline(inline),
+            None if self.settled => self.text_source(),
+            None => ArgSource::Absent,
+        }
+    }
+
+    fn text_source(&self) -> ArgSource<'_> {
+        let text = std::borrow::Cow::Borrowed(self.text.as_str());
+        match self.kind {
+            CallKind::Custom => ArgSource::Freeform(text),
+            CallKind::Function | CallKind::Hosted => ArgSource::Text(text),
+        }
+    }
+}
+
+/// `{}` or `null`, whatever the spacing.
+fn is_empty_value(raw: &RawValue) -> bool {
+    let compact: String = raw
+        .get()
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    compact == "{}" || compact == "null"
+}
+
+fn too_large(max: usize) -> ArgumentError {
+    error(
+        ArgumentErrorReason::TooLarge,
+        format!("streamed arguments grew past max_argument_bytes ({max})"),
+    )
+}

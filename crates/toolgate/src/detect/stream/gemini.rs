@@ -1,0 +1,215 @@
+//! Google Gemini streams: `candidates[].content.parts[]` chunks.
+//!
+//! A `functionCall` part usually holds a whole call (`name`, `args`, maybe
+//! `id`; no `args` means `{}`). Vertex can also stream the arguments: a part
+//! `{name, willContinue: true}` starts the call, parts with `partialArgs`
+//! (JSON path and value, see [`json_path`](super::json_path)) carry its
+//! arguments, and the first part without `willContinue: true` (often an
+//! empty `functionCall: {}`) ends it. A stream may end without that last
+//! part: the call is then complete at the candidate's `finishReason` or at
+//! the end of the stream. `functionResponse` parts are results.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::detect::args::parse_object;
+use crate::detect::stream::calls::Calls;
+use crate::detect::stream::json_path::{Fragment, Tree};
+use crate::detect::stream::probe::{is_object, value, Probe};
+use crate::model::{CallKind, Format};
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
+struct Candidate<'a> {
+    index: Option<u64>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    finishReason: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Content<'a> {
+    #[serde(borrow)]
+    parts: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
+struct Part<'a> {
+    #[serde(borrow)]
+    functionCall: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function_call: Option<&'a RawValue>,
+    #[serde(borrow)]
+    functionResponse: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function_response: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
+struct FunctionCall<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    #[serde(borrow)]
+    partialArgs: Option<Vec<Fragment<'a>>>,
+    willContinue: Option<bool>,
+    #[serde(borrow)]
+    response: Option<&'a RawValue>,
+}
+
+/// A call whose arguments are being streamed.
+#[derive(Debug)]
+struct Streaming {
+    /// `None` when the call is past `max_calls`.
+    call: Option<usize>,
+    tree: Tree,
+    /// A fragment failed: the rest are ignored.
+    failed: bool,
+}
+
+/// Reads Gemini chunks.
+#[derive(Debug, Default)]
+pub(crate) struct Decoder {
+    /// The streamed call of each candidate.
+    streaming: HashMap<u64, Streaming>,
+}
+
+type Result<T = ()> = std::result::Result<T, serde_json::Error>;
+
+impl Decoder {
+    pub(crate) fn event(&mut self, probe: &Probe<'_>, cx: &mut Calls) -> Result {
+        cx.saw(Format::Gemini);
+        let Some(candidates) = probe.candidates.filter(|c| c.get() != "null") else {
+            return Ok(());
+        };
+        let candidates: Vec<Candidate<'_>> = serde_json::from_str(candidates.get())?;
+        for (position, candidate) in candidates.iter().enumerate() {
+            let number = candidate.index.unwrap_or(position as u64);
+            if let Some(content) = candidate.content.filter(|c| is_object(c)) {
+                let content: Content<'_> = serde_json::from_str(content.get())?;
+                for part in content.parts.iter().flatten().filter(|p| is_object(p)) {
+                    let part: Part<'_> = serde_json::from_str(part.get())?;
+                    if let Some(call) = part.functionCall.or(part.function_call) {
+                        if is_object(call) {
+                            self.function_call(number, &serde_json::from_str(call.get())?, cx);
+                        }
+                    }
+                    if let Some(response) = part.functionResponse.or(part.function_response) {
+                        if is_object(response) {
+                            let r: FunctionCall<'_> = serde_json::from_str(response.get())?;
+                            cx.result(
+                                Format::Gemini,
+                                r.id.as_deref(),
+                                r.name.as_deref(),
+                                value(r.response),
+                                false,
+                            );
+                        }
+                    }
+                }
+            }
+            if candidate.finishReason.is_some_and(|r| r.get() != "null") {
+                self.end(number, cx);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream ended: streamed calls are complete with what came.
+    pub(crate) fn close(&mut self, cx: &mut Calls) {
+        let mut candidates: Vec<u64> = self.streaming.keys().copied().collect();
+        candidates.sort_unstable();
+        for candidate in candidates {
+            self.end(candidate, cx);
+        }
+    }
+
+    fn function_call(&mut self, candidate: u64, f: &FunctionCall<'_>, cx: &mut Calls) {
+        let continues = f.willContinue == Some(true);
+        let name = f.name.as_deref().filter(|n| !n.is_empty());
+        let streamed = continues || f.partialArgs.is_some() || (name.is_none() && f.args.is_none());
+        if !streamed {
+            // A whole call.
+            self.end(candidate, cx);
+            if let Some(call) = cx.open(Format::Gemini, CallKind::Function, f.id.as_deref(), name) {
+                if let Some(args) = f.args {
+                    cx.default_value(call, args);
+                }
+                cx.complete(call);
+            }
+            return;
+        }
+        if name.is_some() {
+            // A new streamed call: any other one of this candidate is over.
+            self.end(candidate, cx);
+            self.start(candidate, f, name, cx);
+        } else if f.partialArgs.is_some() && !self.streaming.contains_key(&candidate) {
+            // Arguments for a call never started: keep them, nameless.
+            self.start(candidate, f, None, cx);
+        }
+        if let Some(stream) = self.streaming.get_mut(&candidate) {
+            match stream.call {
+                Some(call) => {
+                    cx.touch(call);
+                    for fragment in f.partialArgs.iter().flatten() {
+                        if stream.failed {
+                            break;
+                        }
+                        if let Err(err) = stream.tree.apply(fragment, cx.limits()) {
+                            stream.failed = true;
+                            cx.fail(call, err);
+                        }
+                    }
+                }
+                None => cx.untracked(),
+            }
+        } else if f.partialArgs.is_some() {
+            cx.untracked();
+        }
+        if !continues {
+            self.end(candidate, cx);
+        }
+    }
+
+    fn start(&mut self, candidate: u64, f: &FunctionCall<'_>, name: Option<&str>, cx: &mut Calls) {
+        let call = cx.open(Format::Gemini, CallKind::Function, f.id.as_deref(), name);
+        let mut stream = Streaming {
+            call,
+            tree: Tree::default(),
+            failed: false,
+        };
+        if let (Some(call), Some(args)) = (call, f.args.filter(|a| a.get() != "null")) {
+            // Arguments sent whole with the name, then continued by path.
+            match parse_object(args.get(), cx.limits()) {
+                Ok(map) => stream.tree.seed(map),
+                Err(err) => {
+                    stream.failed = true;
+                    cx.fail(call, err);
+                }
+            }
+        }
+        self.streaming.insert(candidate, stream);
+    }
+
+    /// The streamed call of `candidate`, if any, is complete.
+    fn end(&mut self, candidate: u64, cx: &mut Calls) {
+        let Some(stream) = self.streaming.remove(&candidate) else {
+            return;
+        };
+        if let Some(call) = stream.call {
+            if !stream.failed {
+                cx.final_text(call, &stream.tree.text());
+            }
+            cx.complete(call);
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! The assembler on streams written for the purpose: fragments split
+//! anywhere, contradictions, limits, malformed events.
+
+use serde_json::{json, Value};
+
+use super::{read_whole, Assembler, StreamEvent};
+use crate::detect::limits::Limits;
+use crate::detect::Detection;
+use crate::model::{ArgumentErrorReason, Arguments, CallKind, Framing};
+use crate::verdict::ViolationCode;
+
+/// An SSE body of one `data:` line per event.
+fn sse(events: &[Value]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for event in events {
+        body.extend_from_slice(b"data: ");
+        body.extend_from_slice(event.to_string().as_bytes());
+        body.extend_from_slice(b"\n\n");
+    }
+    body
+}
+
+/// An OpenAI Chat chunk with one tool-call fragment.
+fn chat(index: u64, id: Option<&str>, name: Option<&str>, arguments: &str) -> Value {
+    let mut function = json!({"arguments": arguments});
+    if let Some(name) = name {
+        function["name"] = json!(name);
+    }
+    let mut call = json!({"index": index, "function": function});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+    }
+    json!({"object": "chat.completion.chunk",
+           "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]})
+}
+
+fn read(body: &[u8]) -> Detection {
+    read_whole(body, Framing::Sse, &Limits::default())
+}
+
+fn object(found: &Detection, index: usize) -> Value {
+    match &found.calls[index].arguments {
+        Arguments::Object(map) => Value::Object(map.clone()),
+        other => panic!("call {index}: {other:?}"),
+    }
+}
+
+fn reason(found: &Detection, index: usize) -> ArgumentErrorReason {
+    found.calls[index]
+        .arguments
+        .error()
+        .unwrap_or_else(|| panic!("call {index} is valid"))
+        .reason
+}
+
+fn codes(found: &Detection) -> Vec<ViolationCode> {
+    found.violations.iter().map(|v| v.code).collect()
+}
+
+#[test]
+fn arguments_split_inside_an_escape_and_a_chunk() {
+    let body = sse(&[
+        chat(0, Some("c1"), Some("say"), r#"{"text":"caf\u00"#),
+        chat(0, None, None, r#"e9 \"x\\"#),
+        chat(0, None, None, r#"ny\""}"#),
+    ]);
+    let whole = read(&body);
+    assert_eq!(object(&whole, 0), json!({"text": "caf\u{e9} \"x\\ny\""}));
+    // The same bytes cut inside the escape of the event's own JSON.
+    let cut = body
+        .windows(2)
+        .position(|w| w == br"\\")
+        .expect("an escaped backslash")
+        + 1;
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    stream.push(&body[..cut]);
+    stream.push(&body[cut..]);
+    assert_eq!(stream.finish(), whole);
+}
+
+#[test]
+fn a_second_name_or_id_for_a_call_fails_closed() {
+    let found = read(&sse(&[
+        chat(0, Some("c1"), Some("read_file"), "{}"),
+        chat(0, None, Some("delete_file"), ""),
+    ]));
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(found.calls[0].name, "read_file");
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+    assert_eq!(
+        found.calls[0].arguments.error().unwrap().code,
+        ViolationCode::MalformedArguments
+    );
+
+    let found = read(&sse(&[
+        chat(0, Some("c1"), Some("f"), "{}"),
+        chat(0, Some("c2"), Some("f"), ""),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+
+    // The same name and id again are harmless.
+    let found = read(&sse(&[
+        chat(0, Some("c1"), Some("f"), ""),
+        chat(0, Some("c1"), Some("f"), "{}"),
+    ]));
+    assert_eq!(object(&found, 0), json!({}));
+}
+
+#[test]
+fn fragments_after_the_finish_reason_fail_closed() {
+    let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    let found = read(&sse(&[
+        chat(0, Some("c1"), Some("f"), r#"{"a":1}"#),
+        finish,
+        chat(0, None, None, r#","b":2}"#),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn choices_keep_their_calls_apart() {
+    let call = |choice: u64, name: &str| {
+        json!({"choices": [{"index": choice, "delta": {"tool_calls": [
+            {"index": 0, "id": name, "function": {"name": name, "arguments": "{}"}}]}}]})
+    };
+    let found = read(&sse(&[call(0, "a"), call(1, "b")]));
+    let names: Vec<&str> = found.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(found.is_clean());
+}
+
+#[test]
+fn chat_custom_tool_input_is_freeform() {
+    let found = read(&sse(&[
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": "c1", "type": "custom",
+             "custom": {"name": "patch", "input": "*** Begin"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "custom": {"input": " Patch"}}]}}]}),
+    ]));
+    assert_eq!(found.calls[0].kind, CallKind::Custom);
+    assert_eq!(
+        found.calls[0].arguments,
+        Arguments::Text("*** Begin Patch".into())
+    );
+}
+
+fn responses_added(id: &str) -> Value {
+    json!({"type": "response.output_item.added", "output_index": 0,
+           "item": {"type": "function_call", "id": id, "call_id": "call_1",
+                    "name": "get_capital", "arguments": ""}})
+}
+
+fn responses_delta(id: &str, delta: &str) -> Value {
+    json!({"type": "response.function_call_arguments.delta", "item_id": id,
+           "output_index": 0, "delta": delta})
+}
+
+#[test]
+fn responses_final_text_must_equal_the_deltas() {
+    let found = read(&sse(&[
+        responses_added("fc_1"),
+        responses_delta("fc_1", r#"{"country":"France"}"#),
+        json!({"type": "response.function_call_arguments.done", "item_id": "fc_1",
+               "output_index": 0, "arguments": r#"{"country":"Spain"}"#}),
+    ]));
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+
+    let found = read(&sse(&[
+        responses_added("fc_1"),
+        responses_delta("fc_1", r#"{"country":"France"}"#),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                        "name": "get_capital", "arguments": r#"{"country":"Spain"}"#}}),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn responses_completed_adds_calls_never_streamed_and_checks_the_rest() {
+    let item = |id: &str, call_id: &str, arguments: &str| {
+        json!({"type": "function_call", "id": id, "call_id": call_id,
+               "name": "get_capital", "arguments": arguments})
+    };
+    let found = read(&sse(&[
+        responses_added("fc_1"),
+        responses_delta("fc_1", r#"{"country":"France"}"#),
+        json!({"type": "response.completed", "response": {"output": [
+            item("fc_1", "call_1", r#"{"country":"France"}"#),
+            item("fc_2", "call_2", r#"{"country":"Peru"}"#),
+        ]}}),
+    ]));
+    assert_eq!(found.calls.len(), 2);
+    assert_eq!(object(&found, 0), json!({"country": "France"}));
+    assert_eq!(found.calls[1].id.as_deref(), Some("call_2"));
+    assert_eq!(object(&found, 1), json!({"country": "Peru"}));
+
+    let found = read(&sse(&[
+        responses_added("fc_1"),
+        responses_delta("fc_1", r#"{"country":"France"}"#),
+        json!({"type": "response.completed", "response": {"output": [
+            item("fc_1", "call_1", r#"{"country":"Chad"}"#),
+        ]}}),
+    ]));
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn responses_call_never_finished_is_incomplete() {
+    let found = read(&sse(&[
+        responses_added("fc_1"),
+        responses_delta("fc_1", r#"{"country":"Fr"#),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Incomplete);
+}
+
+#[test]
+fn anthropic_input_and_fragments_must_not_both_hold_arguments() {
+    let start = |input: Value| {
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": input}})
+    };
+    let delta = json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "input_json_delta", "partial_json": "{\"a\":2}"}});
+    let stop = json!({"type": "content_block_stop", "index": 0});
+    let found = read(&sse(&[start(json!({"a": 1})), stop.clone()]));
+    assert_eq!(object(&found, 0), json!({"a": 1}));
+    let found = read(&sse(&[start(json!({"a": 1})), delta.clone(), stop.clone()]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+    // A delta after the block stopped would change the client's copy.
+    let found = read(&sse(&[start(json!({})), delta.clone(), stop, delta]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn vercel_available_input_must_agree_with_the_deltas() {
+    let start = json!({"type": "tool-input-start", "toolCallId": "c1", "toolName": "f"});
+    let delta = json!({"type": "tool-input-delta", "toolCallId": "c1",
+                       "inputTextDelta": "{\"a\":1}"});
+    let available = |input: Value| {
+        json!({"type": "tool-input-available", "toolCallId": "c1", "toolName": "f",
+               "input": input})
+    };
+    let found = read(&sse(&[
+        start.clone(),
+        delta.clone(),
+        available(json!({"a": 1})),
+    ]));
+    assert_eq!(object(&found, 0), json!({"a": 1}));
+    let found = read(&sse(&[start, delta, available(json!({"a": 2}))]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn gemini_partial_args_that_contradict_fail_closed() {
+    let part =
+        |call: Value| json!({"candidates": [{"content": {"parts": [{"functionCall": call}]}}]});
+    let found = read(&sse(&[
+        part(json!({"name": "f", "willContinue": true})),
+        part(json!({"partialArgs": [{"jsonPath": "$.a", "numberValue": 1}], "willContinue": true})),
+        part(json!({"partialArgs": [{"jsonPath": "$.a", "numberValue": 2}], "willContinue": true})),
+        part(json!({})),
+    ]));
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+}
+
+#[test]
+fn limits_are_violations_never_unbounded_buffers() {
+    let body = sse(&[
+        chat(0, Some("c1"), Some("f"), r#"{"a":"0123456789"}"#),
+        chat(1, Some("c2"), Some("g"), "{}"),
+        chat(2, Some("c3"), Some("h"), "{}"),
+    ]);
+    // Arguments past max_argument_bytes.
+    let limits = Limits {
+        max_argument_bytes: 8,
+        ..Limits::default()
+    };
+    let found = read_whole(&body, Framing::Sse, &limits);
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::TooLarge);
+    assert_eq!(
+        found.calls[0].arguments.error().unwrap().code,
+        ViolationCode::InputLimitExceeded
+    );
+    // Calls past max_calls: not tracked, their frames held.
+    let limits = Limits {
+        max_calls: 2,
+        ..Limits::default()
+    };
+    let mut stream = Assembler::new(Framing::Sse, limits);
+    let events = stream.push(&body);
+    let found = stream.finish();
+    assert_eq!(found.calls.len(), 2);
+    assert_eq!(codes(&found), [ViolationCode::InputLimitExceeded]);
+    assert!(matches!(
+        events.iter().rfind(|e| matches!(e, StreamEvent::Frame { .. })),
+        Some(StreamEvent::Frame { calls, hold: true, .. }) if calls.is_empty()
+    ));
+    // A stream past max_payload_bytes stops being read.
+    let limits = Limits {
+        max_payload_bytes: body.len() - 1,
+        ..Limits::default()
+    };
+    let mut stream = Assembler::new(Framing::Sse, limits);
+    stream.push(&body[..10]);
+    assert!(!stream.has_violation());
+    assert!(stream.push(&body[10..]).is_empty());
+    assert!(stream.has_violation());
+    assert_eq!(codes(&stream.finish()), [ViolationCode::InputLimitExceeded]);
+    // One event larger than max_argument_bytes plus the envelope.
+    let limits = Limits {
+        max_argument_bytes: 0,
+        ..Limits::default()
+    };
+    let huge = format!("data: {}", " ".repeat(super::EVENT_ENVELOPE_BYTES + 1));
+    let found = read_whole(huge.as_bytes(), Framing::Sse, &limits);
+    assert_eq!(codes(&found), [ViolationCode::InputLimitExceeded]);
+}
+
+#[test]
+fn malformed_events_are_reported_by_position_never_by_content() {
+    let mut body = sse(&[chat(0, Some("c1"), Some("f"), "{}")]);
+    body.extend_from_slice(b"data: {\"password\": \"hunter2\",\n\n");
+    body.extend_from_slice(b"data: {\"choices\": [{\"index\": \"hunter2\"}]}\n\n");
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    let events = stream.push(&body);
+    let held: Vec<bool> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Frame { hold, .. } => Some(*hold),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(held, [true, true, true]);
+    let found = stream.finish();
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(
+        codes(&found),
+        [
+            ViolationCode::MalformedPayload,
+            ViolationCode::MalformedPayload
+        ]
+    );
+    for violation in &found.violations {
+        assert!(
+            !violation.message.contains("hunter2"),
+            "{}",
+            violation.message
+        );
+    }
+    assert!(found.violations[0].message.contains("stream event 2"));
+    assert!(found.violations[0].message.contains("line 1"));
+}
+
+#[test]
+fn an_event_name_that_contradicts_the_data_type_fails_closed() {
+    let body = b"event: ping\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n";
+    let found = read(body);
+    assert_eq!(codes(&found), [ViolationCode::MalformedPayload]);
+}
+
+#[test]
+fn a_stream_of_no_known_format_is_malformed() {
+    for body in [
+        &b"data: {\"hello\":1}\n\n"[..],
+        b": only a comment\n\n",
+        b"data: [DONE]\n\n",
+    ] {
+        let found = read(body);
+        assert_eq!(found.format, None);
+        assert_eq!(codes(&found), [ViolationCode::MalformedPayload]);
+    }
+}
+
+#[test]
+fn done_completes_chat_calls() {
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    let events = stream.push(&sse(&[chat(0, Some("c1"), Some("f"), "{}")]));
+    assert_eq!(
+        &events[1..],
+        [StreamEvent::CallNamed {
+            call: 0,
+            name: "f".into()
+        }]
+    );
+    let events = stream.push(b"data: [DONE]\n\n");
+    assert_eq!(
+        events,
+        [
+            StreamEvent::Frame {
+                raw: b"data: [DONE]\n\n".to_vec(),
+                calls: vec![0],
+                hold: true
+            },
+            StreamEvent::CallComplete { call: 0 }
+        ]
+    );
+    assert!(stream.close().is_empty());
+}
+
+#[test]
+fn text_frames_are_not_held() {
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    let events = stream.push(
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+    );
+    assert!(matches!(
+        &events[..],
+        [StreamEvent::Frame { calls, hold: false, .. }] if calls.is_empty()
+    ));
+}
+
+#[test]
+fn json_sequences_of_whole_payloads_and_of_events() {
+    let response = |id: &str| {
+        json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}]})
+    };
+    let body = format!("{}\n{}\n", response("a"), response("b"));
+    let found = read_whole(body.as_bytes(), Framing::JsonSequence, &Limits::default());
+    let ids: Vec<Option<&str>> = found.calls.iter().map(|c| c.id.as_deref()).collect();
+    assert_eq!(ids, [Some("a"), Some("b")]);
+    assert_eq!((found.calls[0].turn, found.calls[1].turn), (0, 1));
+    assert!(found.violations.is_empty());
+
+    // Anthropic events, one a line.
+    let body = [
+        json!({"type": "message_start", "message": {"id": "m"}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": "{\"x\":1}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+    ]
+    .map(|e| e.to_string())
+    .join("\n");
+    let found = read_whole(body.as_bytes(), Framing::JsonSequence, &Limits::default());
+    assert_eq!(object(&found, 0), json!({"x": 1}));
+}
