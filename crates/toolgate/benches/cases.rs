@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// One capture per format and framing, plus a synthetic long conversation.
-pub const CASES: [(&str, &str); 16] = [
+pub(crate) const CASES: [(&str, &str); 16] = [
     (
         "openai_chat",
         "openai-chat/nonstream-parallel-weather-stock.json",
@@ -56,7 +56,7 @@ pub const CASES: [(&str, &str); 16] = [
     ("synthetic_agent_trajectory", ""),
 ];
 
-pub fn load(relative: &str) -> Vec<u8> {
+pub(crate) fn load(relative: &str) -> Vec<u8> {
     if relative.is_empty() {
         return trajectory();
     }

@@ -17,7 +17,7 @@ pub mod detect;
 pub mod model;
 pub mod verdict;
 
-pub use detect::{detect, detect_with, Detection, Limits};
+pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, ToolCall, ToolResult,
 };

@@ -378,3 +378,13 @@ proptest! {
         let _ = detect(body.as_bytes());
     }
 }
+
+#[test]
+fn a_single_stream_event_is_a_stream_of_one() {
+    let event = br#"{"contentBlockStart":{"start":{"toolUse":{"toolUseId":"t1","name":"get_weather"}},"contentBlockIndex":0}}"#;
+    let found = detect(event);
+    assert_eq!(found.format, Some(Format::Bedrock));
+    assert_eq!(names(&found), ["get_weather"]);
+    // Its input never arrived: the call cannot be trusted.
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Incomplete);
+}

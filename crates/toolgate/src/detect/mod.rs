@@ -93,6 +93,15 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
             out.finish(Framing::Json)
         }
         Some(b'{' | b'[') => match document::read(body, &mut out) {
+            Ok(()) if out.format().is_none() => {
+                // One stream event on its own (a single line of a Bedrock
+                // ConverseStream, one Anthropic event) is a stream of one.
+                let one = stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
+                if one.format.is_some() {
+                    return one;
+                }
+                out.finish(Framing::Json)
+            }
             Ok(()) => out.finish(Framing::Json),
             Err(document::NotOne::Sequence) => {
                 stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits)
