@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -164,116 +164,19 @@ impl<'a> Maybe<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Maybe<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        let Element(obj) = Element::deserialize(de)?;
-        Ok(Maybe(obj))
-    }
-}
-
-/// An array element: an object, or `None` for anything else.
-struct Element<'a>(Option<Box<Obj<'a>>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Element<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_any(MaybeVisitor(std::marker::PhantomData))
-    }
-}
-
-struct MaybeVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'de: 'a, 'a> Visitor<'de> for MaybeVisitor<'a> {
-    type Value = Element<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Element<'a>, A::Error> {
-        Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Element(Some(Box::new(o))))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element<'a>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Element(None))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Element<'a>, E> {
-        Ok(Element(None))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Element<'a>, E> {
-        Ok(Element(None))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Element<'a>, E> {
-        Ok(Element(None))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Element<'a>, E> {
-        Ok(Element(None))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Element<'a>, E> {
-        Ok(Element(None))
-    }
-    fn visit_unit<E>(self) -> Result<Element<'a>, E> {
-        Ok(Element(None))
+        Ok(match Root::deserialize(de)? {
+            Root::Object(obj) => Maybe(Some(obj)),
+            Root::Array(..) | Root::Scalar => Maybe(None),
+        })
     }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Objects<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_any(ObjectsVisitor(std::marker::PhantomData))
-    }
-}
-
-struct ObjectsVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'a> ObjectsVisitor<'a> {
-    /// The objects of a sequence; `empty` is cleared when it has any element.
-    fn collect<'de: 'a, A: SeqAccess<'de>>(
-        mut seq: A,
-        empty: &mut bool,
-    ) -> Result<Objects<'a>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
-        while let Some(Element(item)) = seq.next_element::<Element<'a>>()? {
-            *empty = false;
-            if let Some(obj) = item {
-                items.push(obj);
-            }
-        }
-        Ok(Objects(items))
-    }
-}
-
-impl<'de: 'a, 'a> Visitor<'de> for ObjectsVisitor<'a> {
-    type Value = Objects<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Objects<'a>, A::Error> {
-        ObjectsVisitor::collect(seq, &mut true)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Objects<'a>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Objects(Vec::new()))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
-    }
-    fn visit_unit<E>(self) -> Result<Objects<'a>, E> {
-        Ok(Objects(Vec::new()))
+        Ok(match Root::deserialize(de)? {
+            Root::Array(list, _) => list,
+            Root::Object(_) | Root::Scalar => Objects(Vec::new()),
+        })
     }
 }
 
@@ -309,8 +212,9 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     Ok(())
 }
 
-/// A whole document, read in one pass: an object, a list (and whether it
-/// is empty), or a scalar, which holds no call.
+/// Any value, read in one pass: an object, a list of the objects of an
+/// array (and whether the array is empty), or anything else, which holds
+/// no call. [`Maybe`] and [`Objects`] are read through it.
 enum Root<'a> {
     Object(Box<Obj<'a>>),
     Array(Objects<'a>, bool),
@@ -336,10 +240,14 @@ impl<'de: 'a, 'a> Visitor<'de> for RootVisitor<'a> {
         Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Root::Object(Box::new(o)))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Root<'a>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Root<'a>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
         let mut empty = true;
-        let list = ObjectsVisitor::collect(seq, &mut empty)?;
-        Ok(Root::Array(list, empty))
+        while let Some(Maybe(item)) = seq.next_element::<Maybe<'a>>()? {
+            empty = false;
+            items.extend(item);
+        }
+        Ok(Root::Array(Objects(items), empty))
     }
 
     fn visit_bool<E>(self, _: bool) -> Result<Root<'a>, E> {

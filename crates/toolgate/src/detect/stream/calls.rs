@@ -353,6 +353,15 @@ impl Calls {
         }
     }
 
+    /// Every call of `calls` gets nothing more, reported in ascending order.
+    pub(crate) fn complete_all(&mut self, calls: impl IntoIterator<Item = usize>) {
+        let mut calls: Vec<usize> = calls.into_iter().collect();
+        calls.sort_unstable();
+        for call in calls {
+            self.complete(call);
+        }
+    }
+
     /// The call will get nothing more: report it (named first, if its name
     /// never came).
     pub(crate) fn complete(&mut self, call: usize) {

@@ -82,11 +82,7 @@ impl Decoder {
 
     /// `[DONE]`, or the end of a step: every call is complete.
     pub(crate) fn done(&mut self, cx: &mut Calls) {
-        let mut calls: Vec<usize> = self.calls.values().copied().collect();
-        calls.sort_unstable();
-        for call in calls {
-            cx.complete(call);
-        }
+        cx.complete_all(self.calls.values().copied());
     }
 
     /// The stream ended: every call is complete.
