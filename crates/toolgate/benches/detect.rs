@@ -19,7 +19,7 @@ fn plain_parse(body: &[u8]) -> usize {
     }
     body.split(|b| *b == b'\n')
         .map(<[u8]>::trim_ascii)
-        .map(|line| line.strip_prefix(b"data:").unwrap_or(line))
+        .map(|line| line.strip_prefix(b"data:").unwrap_or(line).trim_ascii())
         .filter(|data| data.first().is_some_and(|b| *b == b'{' || *b == b'['))
         .filter_map(|data| serde_json::from_slice::<serde_json::Value>(data).ok())
         .count()

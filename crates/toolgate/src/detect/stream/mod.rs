@@ -52,6 +52,7 @@ mod sequence;
 mod vercel;
 mod whole;
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use self::calls::Calls;
@@ -295,14 +296,6 @@ impl Assembler {
             self.decoders.vercel.done(&mut self.calls);
             return;
         }
-        let raw: &RawValue = match serde_json::from_str(text) {
-            Ok(raw) => raw,
-            Err(err) => {
-                self.calls.untracked();
-                self.calls.violation(code_of(&err), json_problem(n, &err));
-                return;
-            }
-        };
         let Ok(name) = name.map(std::str::from_utf8).transpose() else {
             self.malformed(format!(
                 "stream event {n} has an event name that is not UTF-8"
@@ -310,27 +303,36 @@ impl Assembler {
             return;
         };
         let name = name.filter(|name| !name.is_empty());
-        if let Err(err) = self.decode(raw, name) {
+        if let Err(err) = self.decode(trimmed, name) {
             self.calls.untracked();
-            self.calls.violation(
-                code_of(&err),
-                format!("stream event {n} has a duplicate or mistyped field"),
-            );
+            if err.is_data() {
+                self.calls.violation(
+                    code_of(&err),
+                    format!("stream event {n} has a duplicate or mistyped field"),
+                );
+            } else {
+                self.calls.violation(code_of(&err), json_problem(n, &err));
+            }
         }
     }
 
-    /// Route one event to its decoder.
-    fn decode(&mut self, raw: &RawValue, name: Option<&str>) -> Result<(), serde_json::Error> {
+    /// Route one event (its JSON text) to its decoder. The event is read
+    /// once, into its probe; only events read as whole documents are read
+    /// again.
+    fn decode(&mut self, text: &str, name: Option<&str>) -> Result<(), serde_json::Error> {
         let sequence = matches!(self.split, Split::Sequence(_));
-        if !raw.get().starts_with('{') {
+        if !text.starts_with('{') {
             // An array or a scalar: no stream event is one; in a sequence,
             // an array may be a payload (a list of calls).
+            let raw: &RawValue = serde_json::from_str(text)?;
             if sequence {
                 whole::document(raw, &mut self.calls)?;
             }
             return Ok(());
         }
-        let probe: Probe<'_> = serde_json::from_str(raw.get())?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let probe = Probe::deserialize(&mut de)?;
+        de.end()?;
         let data_kind = probe.kind();
         if let (Some(name), Some(kind)) = (name, data_kind.as_deref()) {
             if name != kind {
@@ -353,7 +355,7 @@ impl Assembler {
             Route::OpenAiChat => {
                 if !d.openai_chat.event(&probe, cx)? {
                     // Whole completions (`choices[].message`), not chunks.
-                    whole::document(raw, cx)?;
+                    whole::document(serde_json::from_str(text)?, cx)?;
                 }
             }
             Route::OpenAiResponses => {
@@ -365,7 +367,7 @@ impl Assembler {
             Route::Vercel => d.vercel.event(&probe, kind.unwrap_or_default(), cx)?,
             Route::Bedrock => d.bedrock.event(&probe, cx)?,
             Route::Unknown if sequence => {
-                whole::document(raw, cx)?;
+                whole::document(serde_json::from_str(text)?, cx)?;
             }
             Route::Unknown => {}
         }
