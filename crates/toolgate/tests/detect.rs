@@ -388,3 +388,31 @@ fn a_single_stream_event_is_a_stream_of_one() {
     // Its input never arrived: the call cannot be trusted.
     assert_eq!(reason(&found, 0), ArgumentErrorReason::Incomplete);
 }
+
+#[test]
+fn a_logged_exchange_reads_the_request_then_the_response() {
+    let call = |id: &str, name: &str| {
+        json!({"id": id, "type": "function",
+        "function": {"name": name, "arguments": "{}"}})
+    };
+    let chat = json!({
+        "messages": [{"role": "assistant", "tool_calls": [call("1", "get_user")]},
+                     {"role": "tool", "tool_call_id": "1", "content": "u"}],
+        "choices": [{"message": {"role": "assistant", "tool_calls": [call("2", "delete_user")]}}]
+    });
+    let found = detect(&bytes(&chat));
+    assert_eq!(names(&found), ["get_user", "delete_user"]);
+    assert!(found.calls[0].turn < found.calls[1].turn);
+
+    let gemini = json!({
+        "contents": [{"role": "model", "parts": [{"functionCall": {"name": "a", "args": {}}}]}],
+        "candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "b", "args": {}}}]}}]
+    });
+    assert_eq!(names(&detect(&bytes(&gemini))), ["a", "b"]);
+
+    let responses = json!({
+        "input": [{"type": "function_call", "call_id": "c1", "name": "a", "arguments": "{}"}],
+        "output": [{"type": "function_call", "call_id": "c2", "name": "b", "arguments": "{}"}]
+    });
+    assert_eq!(names(&detect(&bytes(&responses))), ["a", "b"]);
+}

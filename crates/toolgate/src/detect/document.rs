@@ -339,10 +339,18 @@ fn shape(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     if o.jsonrpc.is_some() || o.method.is_some() {
         return mcp::message(o, out);
     }
+    // A logged exchange holds the request and the response side by side:
+    // the request's turns come first, then the response's.
     if let Some(choices) = &o.choices {
+        if let Some(messages) = &o.messages {
+            conversation(messages, out)?;
+        }
         return openai_chat::choices(choices, out);
     }
     if let Some(candidates) = &o.candidates {
+        if let Some(contents) = &o.contents {
+            gemini::contents(contents, out)?;
+        }
         return gemini::candidates(candidates, out);
     }
     if let Some(contents) = &o.contents {
@@ -356,6 +364,9 @@ fn shape(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     }
     if let Some(output) = o.output {
         if is_array(output) {
+            if let Some(input) = o.input.filter(|i| is_array(i)) {
+                openai_responses::items(input, out, Format::OpenAiResponses)?;
+            }
             return openai_responses::items(output, out, Format::OpenAiResponses);
         }
         if o.name.is_none() && o.toolName.is_none() && o.call_id.is_none() {
