@@ -10,6 +10,7 @@
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::detect::limits::Limits;
@@ -274,11 +275,16 @@ impl<'de> Visitor<'de> for StrictValue {
         let depth_left = self.enter::<A::Error>()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            if map.contains_key(&key) {
-                return Err(A::Error::custom(format_args!("{DUPLICATE_MARKER}{key}")));
-            }
             let value = access.next_value_seed(StrictValue { depth_left })?;
-            map.insert(key, value);
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(slot) => {
+                    let key = slot.key();
+                    return Err(A::Error::custom(format_args!("{DUPLICATE_MARKER}{key}")));
+                }
+            }
         }
         Ok(Value::Object(map))
     }
