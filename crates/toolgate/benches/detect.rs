@@ -80,6 +80,22 @@ fn bench(c: &mut Criterion) {
         group.bench_function("serde_json_value_and_arguments", |b| {
             b.iter(|| naive_pipeline(black_box(&body)));
         });
+        if found.framing != toolgate::Framing::Json {
+            // The gateway's path: the same stream in 256-byte network chunks,
+            // with every frame and call event reported.
+            group.bench_function("toolgate_assembler_256b_chunks", |b| {
+                b.iter(|| {
+                    let mut stream =
+                        toolgate::Assembler::new(found.framing, toolgate::Limits::default());
+                    let mut events = 0;
+                    for chunk in black_box(&body).chunks(256) {
+                        events += stream.push(chunk).len();
+                    }
+                    events += stream.close().len();
+                    (events, stream.finish())
+                });
+            });
+        }
         group.finish();
     }
 }
