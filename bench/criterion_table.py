@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Print criterion medians as a table: per group, toolgate beside the
-baselines of the same run, in µs and MB/s, with the ratio baseline /
-toolgate (above 1: toolgate is faster).
+"""Print criterion medians as a table: per group, toolgate beside the other
+functions of the same run, in µs and MB/s, with the ratio column / toolgate
+(for a baseline, above 1: toolgate is faster).
 
 usage: criterion_table.py CRITERION_DIR GROUP_PREFIX BASELINE[,BASELINE...] [CALLS_JSON]
 CALLS_JSON maps a group name (without the prefix) to its number of calls,
