@@ -298,15 +298,6 @@ pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
 
 /// Read any value: an object by its shape, an array element by element.
 pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
-    if !out.descend() {
-        return Ok(());
-    }
-    let read = nested_value(raw, out);
-    out.ascend();
-    read
-}
-
-fn nested_value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
     if is_array(raw) {
         let list: Objects<'_> = parse(raw)?;
         for o in list.iter() {
