@@ -147,15 +147,21 @@ impl Splitter {
     /// The stream ended: deliver the document being read (it may be cut
     /// short) or the whitespace after the last one.
     pub(crate) fn finish(&mut self, out: &mut Vec<Document>) {
-        if !self.raw.is_empty() {
-            out.push(Document {
-                raw: std::mem::take(&mut self.raw),
-                start: self.start.take(),
-            });
+        let document = self.take_document();
+        if !document.raw.is_empty() {
+            out.push(document);
         }
+    }
+
+    /// The document read so far, leaving the splitter between documents.
+    fn take_document(&mut self) -> Document {
         self.state = State::Between;
         self.in_string = false;
         self.escaped = false;
+        Document {
+            raw: std::mem::take(&mut self.raw),
+            start: self.start.take(),
+        }
     }
 
     fn string_byte(&mut self, b: u8) {
@@ -180,13 +186,8 @@ impl Splitter {
 
     fn emit(&mut self, tail: &[u8], out: &mut Vec<Document>) -> Result<(), TooLarge> {
         self.append(tail)?;
-        out.push(Document {
-            raw: std::mem::take(&mut self.raw),
-            start: self.start.take(),
-        });
-        self.state = State::Between;
-        self.in_string = false;
-        self.escaped = false;
+        let document = self.take_document();
+        out.push(document);
         Ok(())
     }
 }
