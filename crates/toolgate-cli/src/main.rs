@@ -1,8 +1,9 @@
 //! The `toolgate` command. Argument parsing and output only: every decision
 //! is made by the `toolgate` library.
 //!
-//! Exit status: 0 when the input is clean, 1 when it holds a violation,
-//! 2 for a usage or I/O error (with a one-line reason on stderr).
+//! Exit status: 0 when the input passes, 1 when it holds a violation (or a
+//! linted policy has problems), 2 for a usage, policy or I/O error (with a
+//! one-line reason on stderr).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -33,6 +34,40 @@ enum Command {
         #[arg(long)]
         raw: bool,
     },
+    /// Check the tool calls of a payload against a policy and print the
+    /// verdict as JSON. Exit 0 passed, 1 failed, 2 usage or policy error.
+    Check {
+        /// The payload file; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+        /// The policy file (YAML or JSON). Without one every call passes
+        /// the name and argument checks, but malformed input still fails.
+        #[arg(long, short)]
+        policy: Option<PathBuf>,
+        /// Also check the tool results the payload sends back.
+        #[arg(long)]
+        results: bool,
+        /// Fail when the payload holds no tool call at all.
+        #[arg(long)]
+        require_calls: bool,
+        /// Print the verdict on one line.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Work with policy files.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Load a policy and report every problem in it at once. Exit 0 when it
+    /// loads, 1 when it has problems, 2 when it cannot be read.
+    Lint {
+        /// The policy file (YAML or JSON).
+        policy: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -61,6 +96,51 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             serde_json::to_writer_pretty(&mut stdout, &value)?;
             writeln!(stdout)?;
             Ok(found.is_clean())
+        }
+        Command::Check {
+            file,
+            policy,
+            results,
+            require_calls,
+            compact,
+        } => {
+            let policy = match policy {
+                Some(path) => toolgate::Policy::load(&path)
+                    .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?,
+                None => toolgate::Policy::default(),
+            };
+            let body = read_input(file.as_ref())?;
+            let options = toolgate::CheckOptions {
+                results,
+                require_calls,
+            };
+            let verdict = policy.check_with(&body, options);
+            let mut stdout = std::io::stdout().lock();
+            if compact {
+                serde_json::to_writer(&mut stdout, &verdict)?;
+            } else {
+                serde_json::to_writer_pretty(&mut stdout, &verdict)?;
+            }
+            writeln!(stdout)?;
+            Ok(verdict.passed)
+        }
+        Command::Policy {
+            command: PolicyCommand::Lint { policy },
+        } => {
+            if let Err(err) = std::fs::metadata(&policy) {
+                anyhow::bail!("cannot read {}: {err}", policy.display());
+            }
+            let problems = toolgate::policy::lint(&policy);
+            let mut stdout = std::io::stdout().lock();
+            for problem in &problems {
+                writeln!(stdout, "{}: {problem}", policy.display())?;
+            }
+            match problems.len() {
+                0 => writeln!(stdout, "{}: ok", policy.display())?,
+                1 => writeln!(stdout, "1 problem")?,
+                n => writeln!(stdout, "{n} problems")?,
+            }
+            Ok(problems.is_empty())
         }
     }
 }

@@ -13,12 +13,16 @@
 //! assert_eq!(found.calls[0].arguments.as_object().unwrap()["city"], "Paris");
 //! ```
 
+pub mod check;
 pub mod detect;
 pub mod model;
+pub mod policy;
 pub mod verdict;
 
+pub use check::CheckOptions;
 pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, ToolCall, ToolResult,
 };
-pub use verdict::{Violation, ViolationCode};
+pub use policy::{Policy, PolicyError, Problem};
+pub use verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::model::{Arguments, Format};
+
 /// The stable violation codes of the public contract. Tests and users key
 /// on these spellings, never on messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -139,4 +141,71 @@ impl Violation {
             message: message.into(),
         }
     }
+}
+
+impl Violation {
+    /// A violation of one call.
+    #[must_use]
+    pub fn call(code: ViolationCode, call: usize, tool: &str, message: impl Into<String>) -> Self {
+        Violation {
+            code,
+            call: Some(call),
+            tool: Some(tool.to_owned()),
+            path: None,
+            message: message.into(),
+        }
+    }
+
+    /// The same violation at a JSON Pointer into the arguments.
+    #[must_use]
+    pub fn at(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+}
+
+/// `pass` or `fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    Pass,
+    Fail,
+}
+
+/// One call as it would execute, with its own violations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallVerdict {
+    pub index: usize,
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments that would execute: after `normalize`, exactly these
+    /// were checked.
+    pub arguments: Arguments,
+    pub format: Format,
+    pub valid: bool,
+    pub violations: Vec<Violation>,
+}
+
+/// The outcome of checking one payload against a policy (CONTRACT
+/// section 3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// True only with no violation at all.
+    pub passed: bool,
+    pub label: Label,
+    /// (valid calls / all calls) x (expectation score), rounded half up to
+    /// two decimals.
+    pub score: f64,
+    /// The failures joined by `; `, or why the payload passed.
+    pub reasoning: String,
+    pub calls: Vec<CallVerdict>,
+    /// Every violation: the payload's, each call's, each result's, then the
+    /// expectations'.
+    pub violations: Vec<Violation>,
+    /// One line per failure, in the wording users know.
+    pub failures: Vec<String>,
+    /// The names of the calls, in order.
+    pub actual_tools: Vec<String>,
+    /// The policy's `expected`, in order.
+    pub expected_tools: Vec<String>,
 }

@@ -1,0 +1,221 @@
+//! What the agent was expected to do, over all its calls: `expected`,
+//! `forbidden`, `order`, `min_tools`/`max_tools` and `validate_args`. Each
+//! kind the policy sets scores between 0 and 1; the expectation score is
+//! their mean. Failures use the exact wordings users already key on.
+
+use serde_json::Value;
+
+use crate::check::score::Ratio;
+use crate::model::Arguments;
+use crate::policy::Policy;
+use crate::verdict::{CallVerdict, Violation, ViolationCode};
+
+/// The expectations' violations, failure lines and score.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) failures: Vec<String>,
+    pub(crate) kinds: Vec<Ratio>,
+}
+
+impl Outcome {
+    fn expectation(&mut self, code: ViolationCode, tool: Option<&str>, message: String) {
+        self.violations.push(Violation {
+            code,
+            call: None,
+            tool: tool.map(str::to_owned),
+            path: None,
+            message,
+        });
+    }
+}
+
+/// Whether the policy expects at least one call.
+pub(crate) fn needs_calls(policy: &Policy) -> bool {
+    !policy.expected.is_empty()
+        || !policy.order.is_empty()
+        || !policy.validate_args.is_empty()
+        || policy.min_tools.is_some_and(|min| min > 0)
+}
+
+pub(crate) fn evaluate(policy: &Policy, calls: &[CallVerdict]) -> Outcome {
+    let mut out = Outcome::default();
+    expected(policy, calls, &mut out);
+    forbidden(policy, calls, &mut out);
+    order(policy, calls, &mut out);
+    count(policy, calls.len(), &mut out);
+    validate_args(policy, calls, &mut out);
+    out
+}
+
+fn called<'a>(
+    calls: &'a [CallVerdict],
+    tool: &'a str,
+) -> impl Iterator<Item = &'a CallVerdict> + 'a {
+    calls.iter().filter(move |call| call.name == tool)
+}
+
+fn expected(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
+    if policy.expected.is_empty() {
+        return;
+    }
+    let missing: Vec<&str> = policy
+        .expected
+        .iter()
+        .filter(|tool| called(calls, tool).next().is_none())
+        .map(String::as_str)
+        .collect();
+    out.kinds.push(Ratio::new(
+        policy.expected.len() - missing.len(),
+        policy.expected.len(),
+    ));
+    if missing.is_empty() {
+        return;
+    }
+    for tool in &missing {
+        out.expectation(
+            ViolationCode::MissingExpectedTools,
+            Some(tool),
+            format!("Missing expected tools: {tool}"),
+        );
+    }
+    out.failures
+        .push(format!("Missing expected tools: {}", missing.join(", ")));
+}
+
+fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
+    if policy.forbidden.is_empty() {
+        return;
+    }
+    let mut used: Vec<&str> = Vec::new();
+    for call in calls {
+        if policy.safe_names.contains(&call.name) {
+            continue;
+        }
+        if let Some(tool) = policy.forbidden.matching(&call.name) {
+            if !used.contains(&tool) {
+                used.push(tool);
+            }
+        }
+    }
+    out.kinds.push(Ratio::of(used.is_empty()));
+    if used.is_empty() {
+        return;
+    }
+    for tool in &used {
+        out.expectation(
+            ViolationCode::UsedForbiddenTools,
+            Some(tool),
+            format!("Used forbidden tools: {tool}"),
+        );
+    }
+    out.failures
+        .push(format!("Used forbidden tools: {}", used.join(", ")));
+}
+
+fn order(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
+    if policy.order.is_empty() {
+        return;
+    }
+    let firsts: Option<Vec<usize>> = policy
+        .order
+        .iter()
+        .map(|tool| calls.iter().position(|call| call.name == *tool))
+        .collect();
+    let ok = firsts.is_some_and(|at| at.windows(2).all(|pair| pair[0] < pair[1]));
+    out.kinds.push(Ratio::of(ok));
+    if !ok {
+        let message = "Tool order incorrect".to_owned();
+        out.expectation(ViolationCode::OrderMismatch, None, message.clone());
+        out.failures.push(message);
+    }
+}
+
+fn count(policy: &Policy, n: usize, out: &mut Outcome) {
+    if policy.min_tools.is_none() && policy.max_tools.is_none() {
+        return;
+    }
+    let mut ok = true;
+    if let Some(min) = policy.min_tools.filter(|&min| n < min) {
+        ok = false;
+        let message = format!("Too few tools: {n} < {min}");
+        out.expectation(ViolationCode::TooFewTools, None, message.clone());
+        out.failures.push(message);
+    }
+    if let Some(max) = policy.max_tools.filter(|&max| n > max) {
+        ok = false;
+        let message = format!("Too many tools: {n} > {max}");
+        out.expectation(ViolationCode::TooManyTools, None, message.clone());
+        out.failures.push(message);
+    }
+    out.kinds.push(Ratio::of(ok));
+}
+
+fn validate_args(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
+    if policy.validate_args.is_empty() {
+        return;
+    }
+    let mut matched = 0;
+    for pair in &policy.validate_args {
+        let met = called(calls, &pair.tool).any(|call| match &call.arguments {
+            Arguments::Object(map) => map
+                .get(&pair.arg)
+                .is_some_and(|value| json_eq(value, &pair.value)),
+            Arguments::Text(_) | Arguments::Invalid(_) => false,
+        });
+        if met {
+            matched += 1;
+        } else {
+            // Names the tool and the argument, never the expected value.
+            let message = format!("Tool '{}' arg '{}' mismatch", pair.tool, pair.arg);
+            out.expectation(
+                ViolationCode::ArgMismatch,
+                Some(&pair.tool),
+                message.clone(),
+            );
+            out.failures.push(message);
+        }
+    }
+    out.kinds
+        .push(Ratio::new(matched, policy.validate_args.len()));
+}
+
+/// Equal as JSON, numbers by value: `10` equals `10.0`.
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                return x == y;
+            }
+            if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                return x == y;
+            }
+            matches!((x.as_f64(), y.as_f64()), (Some(x), Some(y)) if x == y)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::json_eq;
+
+    #[test]
+    fn numbers_by_value() {
+        assert!(json_eq(&json!(10), &json!(10.0)));
+        assert!(json_eq(&json!({"a": [1, 2.0]}), &json!({"a": [1.0, 2]})));
+        assert!(!json_eq(&json!(10), &json!("10")));
+        assert!(!json_eq(&json!(u64::MAX), &json!(-1)));
+        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+    }
+}

@@ -1,0 +1,212 @@
+//! A payload against a compiled [`Policy`]: one [`Verdict`].
+//!
+//! Each check lives in its own file and has a fast path: `name` (allowed,
+//! forbidden, look-alikes), `arguments` (normalize, no-argument tools,
+//! `required_params`, JSON Schema), `results` (tool results linked to
+//! calls), `expectations` (what the agent was expected to do) and `score`.
+
+mod arguments;
+mod expectations;
+mod name;
+mod normalize;
+mod results;
+mod score;
+
+use std::collections::HashMap;
+
+pub(crate) use self::name::safe_names;
+use self::score::Ratio;
+use crate::detect::{detect_with, Detection};
+use crate::model::ToolCall;
+use crate::policy::Policy;
+use crate::verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
+
+/// How to check, beyond what the policy says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Also check the tool results in the payload (`check --results`).
+    pub results: bool,
+    /// No tool call at all fails, whatever the policy says
+    /// (`check --require-calls`).
+    pub require_calls: bool,
+}
+
+impl Policy {
+    /// Read `bytes` (any wire format) and check every call.
+    #[must_use]
+    pub fn check(&self, bytes: &[u8]) -> Verdict {
+        self.check_with(bytes, CheckOptions::default())
+    }
+
+    /// Read `bytes` and check them with `options`.
+    #[must_use]
+    pub fn check_with(&self, bytes: &[u8], options: CheckOptions) -> Verdict {
+        self.judge(detect_with(bytes, &self.limits), options)
+    }
+
+    /// Check what [`detect`](crate::detect()) found.
+    #[must_use]
+    pub fn judge(&self, detection: Detection, options: CheckOptions) -> Verdict {
+        let Detection {
+            calls,
+            results,
+            violations: payload,
+            ..
+        } = detection;
+        let result_violations = if options.results {
+            results::check(&calls, &results)
+        } else {
+            Vec::new()
+        };
+        let payload_failed = !payload.is_empty();
+        let mut violations = payload;
+        let mut verdicts = Vec::with_capacity(calls.len());
+        let mut valid = 0;
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        for call in calls {
+            let verdict = self.check_call(call, &mut ids);
+            valid += usize::from(verdict.valid);
+            violations.extend(verdict.violations.iter().cloned());
+            verdicts.push(verdict);
+        }
+        violations.extend(result_violations);
+
+        let mut score = Ratio::new(valid, verdicts.len());
+        let require_calls = options.require_calls || self.require_calls;
+        if verdicts.is_empty() && (require_calls || expectations::needs_calls(self)) {
+            score = Ratio::ZERO;
+            violations.push(Violation::payload(
+                ViolationCode::NoToolCalls,
+                "no tool calls found",
+            ));
+        } else {
+            let outcome = expectations::evaluate(self, &verdicts);
+            score = score.times(Ratio::mean(&outcome.kinds));
+            violations.extend(outcome.violations);
+            return self.finish(
+                verdicts,
+                violations,
+                outcome.failures,
+                score,
+                payload_failed,
+            );
+        }
+        self.finish(verdicts, violations, Vec::new(), score, payload_failed)
+    }
+
+    fn check_call(&self, call: ToolCall, ids: &mut HashMap<String, usize>) -> CallVerdict {
+        let ToolCall {
+            index,
+            id,
+            name,
+            mut arguments,
+            format,
+            ..
+        } = call;
+        let mut found = Vec::new();
+        let named = name::violation(self, index, &name);
+        let forbidden = named
+            .as_ref()
+            .is_some_and(|v| v.code == ViolationCode::Forbidden);
+        found.extend(named);
+        if let Some(id) = id.as_deref().filter(|id| !id.is_empty()) {
+            if let Some(first) = ids.get(id) {
+                found.push(Violation::call(
+                    ViolationCode::DuplicateCallId,
+                    index,
+                    &name,
+                    format!("tool call '{name}' reuses the call id '{id}' of tool call #{first}"),
+                ));
+            } else {
+                ids.insert(id.to_owned(), index);
+            }
+        }
+        if !forbidden {
+            arguments::check(self, index, &name, &mut arguments, &mut found);
+        }
+        CallVerdict {
+            index,
+            id,
+            name,
+            arguments,
+            format,
+            valid: found.is_empty(),
+            violations: found,
+        }
+    }
+
+    fn finish(
+        &self,
+        calls: Vec<CallVerdict>,
+        violations: Vec<Violation>,
+        expectation_failures: Vec<String>,
+        score: Ratio,
+        payload_failed: bool,
+    ) -> Verdict {
+        // Failure lines: each violation's message, except the expectations',
+        // which have their own (grouped) wording.
+        let mut failures: Vec<String> = violations
+            .iter()
+            .filter(|v| !is_expectation(v.code))
+            .map(|v| v.message.clone())
+            .collect();
+        failures.extend(expectation_failures);
+        let passed = violations.is_empty();
+        let score = if payload_failed { 0.0 } else { score.rounded() };
+        let reasoning = if passed {
+            match calls.len() {
+                0 => "no tool calls; none required".to_owned(),
+                1 => "1 tool call, valid; every expectation met".to_owned(),
+                n => format!("{n} tool calls, all valid; every expectation met"),
+            }
+        } else {
+            failures.join("; ")
+        };
+        Verdict {
+            passed,
+            label: if passed { Label::Pass } else { Label::Fail },
+            score,
+            reasoning,
+            actual_tools: calls.iter().map(|c| c.name.clone()).collect(),
+            expected_tools: self.expected.clone(),
+            calls,
+            violations,
+            failures,
+        }
+    }
+}
+
+/// Whether a code belongs to the expectations (whose failure lines are
+/// grouped per kind).
+fn is_expectation(code: ViolationCode) -> bool {
+    match code {
+        ViolationCode::MissingExpectedTools
+        | ViolationCode::UsedForbiddenTools
+        | ViolationCode::TooFewTools
+        | ViolationCode::TooManyTools
+        | ViolationCode::OrderMismatch
+        | ViolationCode::ArgMismatch => true,
+        ViolationCode::MalformedPayload
+        | ViolationCode::InputLimitExceeded
+        | ViolationCode::MalformedArguments
+        | ViolationCode::DuplicateArgumentKey
+        | ViolationCode::NotAllowed
+        | ViolationCode::Forbidden
+        | ViolationCode::MissingRequiredParam
+        | ViolationCode::SchemaViolation
+        | ViolationCode::UnexpectedArguments
+        | ViolationCode::InvalidToolSchema
+        | ViolationCode::DuplicateCallId
+        | ViolationCode::UnauthorizedRole
+        | ViolationCode::UnauthorizedArgument
+        | ViolationCode::RateLimited
+        | ViolationCode::NoToolCalls
+        | ViolationCode::ResultMissingCallId
+        | ViolationCode::ResultUnknownCallId
+        | ViolationCode::ResultDuplicateCallId
+        | ViolationCode::ResultNameMismatch
+        | ViolationCode::ResultMissingName
+        | ViolationCode::ResultBadContent
+        | ViolationCode::ResultMissing => false,
+    }
+}

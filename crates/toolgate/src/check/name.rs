@@ -1,0 +1,82 @@
+//! Is the tool allowed at all? `forbidden` always wins, and catches
+//! look-alikes of a forbidden name; then the allowlist (`allowed_functions`,
+//! else the declared tools) matches exactly.
+
+use crate::policy::Policy;
+use crate::verdict::{Violation, ViolationCode};
+
+/// The fast path: a name the policy lists exactly and that looks like no
+/// forbidden name, or any name when nothing restricts names.
+pub(crate) fn passes(policy: &Policy, name: &str) -> bool {
+    policy.safe_names.contains(name)
+        || (policy.forbidden.is_empty() && allowlist(policy).is_none() && !name.trim().is_empty())
+}
+
+/// The violation of a call named `name`, if any.
+pub(crate) fn violation(policy: &Policy, call: usize, name: &str) -> Option<Violation> {
+    if passes(policy, name) {
+        return None;
+    }
+    if name.trim().is_empty() {
+        return Some(Violation::call(
+            ViolationCode::NotAllowed,
+            call,
+            name,
+            format!("tool call #{call} has no tool name"),
+        ));
+    }
+    if let Some(forbidden) = policy.forbidden.matching(name) {
+        let message = if forbidden == name {
+            format!("tool call '{name}' is a forbidden tool")
+        } else {
+            format!(
+                "tool call '{name}' is forbidden: it looks like the forbidden tool '{forbidden}'"
+            )
+        };
+        return Some(Violation::call(
+            ViolationCode::Forbidden,
+            call,
+            name,
+            message,
+        ));
+    }
+    let list = allowlist(policy)?;
+    if list.contains(name) {
+        return None;
+    }
+    let message = match list.closest(name) {
+        Some(closest) => {
+            format!("tool call '{name}' is not an allowed tool (closest allowed tool: '{closest}')")
+        }
+        None => format!("tool call '{name}' is not an allowed tool (no tool is allowed)"),
+    };
+    Some(Violation::call(
+        ViolationCode::NotAllowed,
+        call,
+        name,
+        message,
+    ))
+}
+
+/// `allowed_functions` when set, else the declared tools when there are
+/// some, else nothing (any name passes).
+fn allowlist(policy: &Policy) -> Option<&crate::policy::names::NameSet> {
+    policy
+        .allowed
+        .as_ref()
+        .or((!policy.declared.is_empty()).then_some(&policy.declared))
+}
+
+/// The names that pass on sight: listed exactly, and not a look-alike of a
+/// forbidden name. Computed once when the policy is compiled.
+pub(crate) fn safe_names(policy: &Policy) -> std::collections::HashSet<String> {
+    allowlist(policy)
+        .map(|list| {
+            list.names()
+                .iter()
+                .filter(|name| policy.forbidden.matching(name).is_none())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,567 @@
+//! From text to a compiled [`Policy`]: strict keys with the seed aliases,
+//! every problem collected (never the first only), every schema compiled.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::detect::{parse_object, Limits};
+use crate::policy::names::NameSet;
+use crate::policy::schema::ArgumentSchema;
+use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, ToolDecl};
+use crate::policy::{ArgExpectation, AuditSettings, GatewaySettings, Policy, Problem, ToolSpec};
+
+/// Every top-level key, canonical spelling first, then the seed aliases.
+const TOP_KEYS: [(&str, &[&str]); 23] = [
+    ("tools", &[]),
+    ("tools_file", &[]),
+    ("allowed_functions", &[]),
+    ("forbidden", &[]),
+    ("required_params", &[]),
+    ("schema", &[]),
+    ("expected", &[]),
+    ("order", &[]),
+    ("min_tools", &["minTools"]),
+    ("max_tools", &["maxTools"]),
+    ("validate_args", &["validateArgs"]),
+    ("require_calls", &[]),
+    ("validate_formats", &[]),
+    ("normalize", &[]),
+    ("input_limits", &[]),
+    ("callers", &[]),
+    ("roles", &[]),
+    ("rules", &[]),
+    ("caller_header", &[]),
+    ("limits", &[]),
+    ("limits_backend", &[]),
+    ("gateway", &[]),
+    ("audit", &[]),
+];
+
+const NORMALIZE_KEYS: [&str; 3] = [
+    "strip_empty_values",
+    "strip_placeholder_strings",
+    "placeholder_strings",
+];
+const LIMIT_KEYS: [&str; 4] = [
+    "max_payload_bytes",
+    "max_depth",
+    "max_calls",
+    "max_argument_bytes",
+];
+const GATEWAY_KEYS: [&str; 3] = ["upstream", "on_violation", "max_retries"];
+const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
+
+/// Section 6 keys this version reads but cannot enforce yet: a policy that
+/// sets one is refused, so that no call passes a check that was not made.
+const NOT_YET_ENFORCED: [&str; 6] = [
+    "callers",
+    "roles",
+    "rules",
+    "caller_header",
+    "limits",
+    "limits_backend",
+];
+
+/// Bounds on reading a policy or tools file: generous, but bounded.
+const FILE_LIMITS: Limits = Limits {
+    max_payload_bytes: 64 * 1024 * 1024,
+    max_depth: 127,
+    max_calls: 0,
+    max_argument_bytes: 64 * 1024 * 1024,
+};
+
+/// Parse policy text: JSON when it starts with `{` or `[` (duplicate keys
+/// refused), YAML otherwise (duplicate keys refused too).
+pub(crate) fn parse_text(text: &str) -> Result<Value, Problem> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') {
+        parse_object(trimmed, &FILE_LIMITS)
+            .map(Value::Object)
+            .map_err(|err| Problem::new("", format!("not valid JSON: {}", err.message)))
+    } else if trimmed.starts_with('[') {
+        // A bare list (of tools, in a tools file): read it as the value of a
+        // key so that the same strict reader applies.
+        let wrapped = format!("{{\"list\":{trimmed}}}");
+        parse_object(&wrapped, &FILE_LIMITS)
+            .map(|mut map| map.remove("list").unwrap_or(Value::Null))
+            .map_err(|err| Problem::new("", format!("not valid JSON: {}", err.message)))
+    } else if trimmed.is_empty() {
+        Ok(Value::Object(Map::new()))
+    } else {
+        serde_saphyr::from_str::<Value>(trimmed).map_err(|err| {
+            Problem::new(
+                "",
+                format!("not valid YAML: {}", first_line(&err.to_string())),
+            )
+        })
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text).trim()
+}
+
+/// The closest spelling among `known` to `key`.
+pub(crate) fn closest<'a>(key: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|candidate| {
+            (
+                strsim::damerau_levenshtein(&key.to_lowercase(), &candidate.to_lowercase()),
+                candidate,
+            )
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+fn unknown_key(path: &str, key: &str, known: &[&str]) -> Problem {
+    let at = join(path, key);
+    match closest(key, known.iter().copied()) {
+        Some(near) => Problem::new(
+            &at,
+            format!("unknown key `{key}`; the closest known key is `{near}`"),
+        ),
+        None => Problem::new(&at, format!("unknown key `{key}`")),
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Compile `value`; the policy holds everything that was readable, the
+/// problems list everything that was not.
+pub(crate) fn compile(value: &Value, base_dir: Option<&Path>) -> (Policy, Vec<Problem>) {
+    let mut loader = Loader {
+        problems: Vec::new(),
+        base_dir,
+    };
+    let mut policy = loader.policy(value);
+    policy.safe_names = crate::check::safe_names(&policy);
+    (policy, loader.problems)
+}
+
+struct Loader<'a> {
+    problems: Vec<Problem>,
+    base_dir: Option<&'a Path>,
+}
+
+impl Loader<'_> {
+    fn problem(&mut self, path: &str, message: impl Into<String>) {
+        self.problems.push(Problem::new(path, message));
+    }
+
+    fn policy(&mut self, value: &Value) -> Policy {
+        let mut policy = Policy::default();
+        let Some(top) = value.as_object() else {
+            self.problem(
+                "",
+                "a policy must be a mapping of keys (YAML) or an object (JSON)",
+            );
+            return policy;
+        };
+        let keys = self.top_keys(top);
+        let get = |key: &str| keys.get(key).map(|(spelling, value)| (*spelling, *value));
+
+        let validate_formats = match get("validate_formats") {
+            Some((key, v)) => self.boolean(key, v).unwrap_or(true),
+            None => true,
+        };
+        if let Some((key, v)) = get("require_calls") {
+            policy.require_calls = self.boolean(key, v).unwrap_or(false);
+        }
+        if let Some((key, v)) = get("normalize") {
+            policy.normalize = self.section(key, v, &NORMALIZE_KEYS).unwrap_or_default();
+        }
+        if let Some((key, v)) = get("input_limits") {
+            policy.limits = self.section(key, v, &LIMIT_KEYS).unwrap_or_default();
+        }
+        if let Some((key, v)) = get("gateway") {
+            policy.gateway = self
+                .section::<GatewaySettings>(key, v, &GATEWAY_KEYS)
+                .unwrap_or_default();
+        }
+        if let Some((key, v)) = get("audit") {
+            policy.audit = self
+                .section::<AuditSettings>(key, v, &AUDIT_KEYS)
+                .unwrap_or_default();
+        }
+        for key in NOT_YET_ENFORCED {
+            if let Some((spelling, _)) = get(key) {
+                self.problem(
+                    spelling,
+                    format!(
+                        "`{key}` (callers, roles, rules and rate limits) is not enforced by this version \
+                         of toolgate; remove it rather than run without the check"
+                    ),
+                );
+            }
+        }
+
+        // Tools: declared inline and in a tools file.
+        let mut decls: Vec<(String, ToolDecl)> = Vec::new();
+        if let Some((key, v)) = get("tools") {
+            self.tools(key, v, &mut decls);
+        }
+        if let Some((key, v)) = get("tools_file") {
+            self.tools_file(key, v, &mut decls);
+        }
+        self.declare(&mut policy, decls, validate_formats);
+
+        if let Some((key, v)) = get("allowed_functions") {
+            let names = self.names(key, v, false);
+            policy.allowed = Some(NameSet::new(names.iter().map(String::as_str)));
+        }
+        if let Some((key, v)) = get("forbidden") {
+            let names = self.names(key, v, true);
+            policy.forbidden = NameSet::new(names.iter().map(String::as_str));
+        }
+        if let Some((key, v)) = get("expected") {
+            policy.expected = self.names(key, v, true);
+        }
+        if let Some((key, v)) = get("order") {
+            policy.order = self.names(key, v, false);
+        }
+        if let Some((key, v)) = get("min_tools") {
+            policy.min_tools = self.count(key, v);
+        }
+        if let Some((key, v)) = get("max_tools") {
+            policy.max_tools = self.count(key, v);
+        }
+        if let (Some(min), Some(max)) = (policy.min_tools, policy.max_tools) {
+            if min > max {
+                self.problem(
+                    "min_tools",
+                    format!("min_tools ({min}) is more than max_tools ({max})"),
+                );
+            }
+        }
+        if let Some((key, v)) = get("required_params") {
+            self.required_params(&mut policy, key, v);
+        }
+        if let Some((key, v)) = get("schema") {
+            self.schemas(&mut policy, key, v, validate_formats);
+        }
+        if let Some((key, v)) = get("validate_args") {
+            self.validate_args(&mut policy, key, v);
+        }
+        policy
+    }
+
+    /// Match every top-level key to its canonical name; unknown keys and a
+    /// key given under two spellings are problems.
+    fn top_keys<'v>(
+        &mut self,
+        top: &'v Map<String, Value>,
+    ) -> HashMap<&'static str, (&'v str, &'v Value)> {
+        let mut found: HashMap<&'static str, (&'v str, &'v Value)> = HashMap::new();
+        let spellings: Vec<&str> = TOP_KEYS
+            .iter()
+            .flat_map(|(canonical, aliases)| {
+                std::iter::once(*canonical).chain(aliases.iter().copied())
+            })
+            .collect();
+        for (key, value) in top {
+            let canonical = TOP_KEYS
+                .iter()
+                .find(|(canonical, aliases)| canonical == key || aliases.contains(&key.as_str()))
+                .map(|(canonical, _)| *canonical);
+            let Some(canonical) = canonical else {
+                self.problems.push(unknown_key("", key, &spellings));
+                continue;
+            };
+            if let Some((other, _)) = found.insert(canonical, (key.as_str(), value)) {
+                self.problem(
+                    key,
+                    format!("`{key}` and `{other}` are the same key; keep one"),
+                );
+            }
+        }
+        found
+    }
+
+    /// A nested mapping with known keys, deserialized into `T`.
+    fn section<T: DeserializeOwned>(
+        &mut self,
+        path: &str,
+        value: &Value,
+        known: &[&str],
+    ) -> Option<T> {
+        let Some(map) = value.as_object() else {
+            self.problem(path, "must be a mapping");
+            return None;
+        };
+        let before = self.problems.len();
+        for key in map.keys() {
+            if !known.contains(&key.as_str()) {
+                self.problems.push(unknown_key(path, key, known));
+            }
+        }
+        if self.problems.len() > before {
+            return None;
+        }
+        match serde_json::from_value::<T>(value.clone()) {
+            Ok(parsed) => Some(parsed),
+            Err(err) => {
+                self.problem(path, err.to_string());
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, path: &str, value: &Value) -> Option<bool> {
+        let parsed = value.as_bool();
+        if parsed.is_none() {
+            self.problem(path, "must be true or false");
+        }
+        parsed
+    }
+
+    fn count(&mut self, path: &str, value: &Value) -> Option<usize> {
+        let parsed = value.as_u64().and_then(|n| usize::try_from(n).ok());
+        if parsed.is_none() {
+            self.problem(path, "must be a whole number, 0 or more");
+        }
+        parsed
+    }
+
+    /// A list of tool names (or, where `single` allows, one name).
+    fn names(&mut self, path: &str, value: &Value, single: bool) -> Vec<String> {
+        match value {
+            Value::String(name) if single => vec![name.clone()],
+            Value::Array(items) => {
+                let mut names = Vec::with_capacity(items.len());
+                for (at, item) in items.iter().enumerate() {
+                    match item.as_str() {
+                        Some(name) if !name.trim().is_empty() => names.push(name.to_owned()),
+                        _ => self.problem(
+                            &format!("{path}[{at}]"),
+                            "must be a tool name (a non-empty string)",
+                        ),
+                    }
+                }
+                names
+            }
+            _ if single => {
+                self.problem(path, "must be a tool name or a list of tool names");
+                Vec::new()
+            }
+            _ => {
+                self.problem(path, "must be a list of tool names");
+                Vec::new()
+            }
+        }
+    }
+
+    fn tools(&mut self, path: &str, value: &Value, decls: &mut Vec<(String, ToolDecl)>) {
+        let Some(items) = value.as_array() else {
+            self.problem(path, "must be a list of tool declarations");
+            return;
+        };
+        for (at, item) in items.iter().enumerate() {
+            let item_path = format!("{path}[{at}]");
+            if let Some(decl) = parse_tool(item, &item_path, &mut self.problems) {
+                decls.push((item_path, decl));
+            }
+        }
+    }
+
+    fn tools_file(&mut self, path: &str, value: &Value, decls: &mut Vec<(String, ToolDecl)>) {
+        let Some(file) = value.as_str() else {
+            self.problem(path, "must be a file path");
+            return;
+        };
+        let full = match self.base_dir {
+            Some(dir) => dir.join(file),
+            None => Path::new(file).to_path_buf(),
+        };
+        let text = match std::fs::read_to_string(&full) {
+            Ok(text) => text,
+            Err(err) => {
+                self.problem(path, format!("cannot read {}: {err}", full.display()));
+                return;
+            }
+        };
+        let parsed = match parse_text(&text) {
+            Ok(parsed) => parsed,
+            Err(problem) => {
+                self.problem(path, format!("{}: {}", full.display(), problem.message));
+                return;
+            }
+        };
+        // A list of tools, or an object holding one under `tools` (a request
+        // body, an MCP `tools/list` result).
+        let list = match &parsed {
+            Value::Array(_) => &parsed,
+            Value::Object(map) => map
+                .get("tools")
+                .or_else(|| map.get("result").and_then(|r| r.get("tools")))
+                .unwrap_or(&Value::Null),
+            _ => &Value::Null,
+        };
+        if list.is_array() {
+            self.tools(&format!("{path}({file})"), list, decls);
+        } else {
+            self.problem(
+                path,
+                format!("{file} holds no list of tools (a list, or an object with `tools`)"),
+            );
+        }
+    }
+
+    fn declare(
+        &mut self,
+        policy: &mut Policy,
+        decls: Vec<(String, ToolDecl)>,
+        validate_formats: bool,
+    ) {
+        for (path, decl) in decls {
+            if policy.declared.contains(&decl.name) {
+                self.problem(&path, format!("tool '{}' is declared twice", decl.name));
+                continue;
+            }
+            policy.declared.insert(&decl.name);
+            for alias in &decl.aliases {
+                policy.declared.insert(alias);
+            }
+            let mut spec = ToolSpec {
+                declared: Some(decl.kind.clone()),
+                ..ToolSpec::default()
+            };
+            if decl.kind == DeclaredKind::Function {
+                match &decl.parameters {
+                    None => spec.takes_no_arguments = true,
+                    Some(parameters) => {
+                        spec.takes_no_arguments = declares_no_parameters(parameters);
+                        match ArgumentSchema::compile(parameters, validate_formats) {
+                            Ok(schema) => spec.schemas.push(schema),
+                            Err(why) => self.problem(
+                                &path,
+                                format!("tool '{}' has an invalid schema: {why}", decl.name),
+                            ),
+                        }
+                    }
+                }
+            }
+            for alias in decl.aliases {
+                policy.tools.entry(alias).or_insert_with(|| ToolSpec {
+                    declared: Some(decl.kind.clone()),
+                    ..ToolSpec::default()
+                });
+            }
+            policy.tools.insert(decl.name, spec);
+        }
+    }
+
+    fn required_params(&mut self, policy: &mut Policy, path: &str, value: &Value) {
+        let Some(map) = value.as_object() else {
+            self.problem(path, "must map tool names to lists of parameter names");
+            return;
+        };
+        for (tool, params) in map {
+            let params = self.names(&join(path, tool), params, false);
+            let spec = policy.tools.entry(tool.clone()).or_default();
+            spec.takes_no_arguments &= params.is_empty();
+            spec.required.extend(params);
+        }
+    }
+
+    fn schemas(&mut self, policy: &mut Policy, path: &str, value: &Value, validate_formats: bool) {
+        let Some(map) = value.as_object() else {
+            self.problem(path, "must map tool names to JSON Schemas");
+            return;
+        };
+        for (tool, schema) in map {
+            match ArgumentSchema::compile(schema, validate_formats) {
+                Ok(compiled) => {
+                    let spec = policy.tools.entry(tool.clone()).or_default();
+                    spec.takes_no_arguments = false;
+                    spec.schemas.push(compiled);
+                }
+                Err(why) => self.problem(
+                    &join(path, tool),
+                    format!("tool '{tool}' has an invalid schema: {why}"),
+                ),
+            }
+        }
+    }
+
+    fn validate_args(&mut self, policy: &mut Policy, path: &str, value: &Value) {
+        let Some(map) = value.as_object() else {
+            self.problem(path, "must map tool names to {argument: expected value}");
+            return;
+        };
+        for (tool, args) in map {
+            let Some(args) = args.as_object() else {
+                self.problem(
+                    &join(path, tool),
+                    "must map argument names to expected values",
+                );
+                continue;
+            };
+            for (arg, expected) in args {
+                policy.validate_args.push(ArgExpectation {
+                    tool: tool.clone(),
+                    arg: arg.clone(),
+                    value: expected.clone(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn problems(value: &Value) -> Vec<String> {
+        compile(value, None)
+            .1
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn unknown_keys_name_the_closest() {
+        assert_eq!(
+            problems(&json!({"alowed_functions": ["a"]})),
+            ["alowed_functions: unknown key `alowed_functions`; the closest known key is `allowed_functions`"]
+        );
+        assert_eq!(
+            problems(&json!({"normalize": {"strip_empty": true}})),
+            ["normalize.strip_empty: unknown key `strip_empty`; the closest known key is `strip_empty_values`"]
+        );
+    }
+
+    #[test]
+    fn every_problem_at_once() {
+        let found = problems(&json!({
+            "minTools": "two", "max_tools": 1, "maxTools": 2, "expected": [1],
+            "schema": {"a": {"type": "nope"}}, "bogus": 1
+        }));
+        assert_eq!(found.len(), 5, "{found:#?}");
+        assert!(found
+            .iter()
+            .any(|p| p.starts_with("schema.a: tool 'a' has an invalid schema")));
+    }
+
+    #[test]
+    fn yaml_and_json_read_the_same() {
+        let yaml = parse_text("minTools: 1\nexpected: search\n").unwrap();
+        let json = parse_text(r#"{"minTools": 1, "expected": "search"}"#).unwrap();
+        assert_eq!(yaml, json);
+        assert!(parse_text("a: 1\na: 2\n").is_err());
+        assert!(parse_text(r#"{"a": 1, "a": 2}"#).is_err());
+    }
+}

@@ -1,0 +1,300 @@
+//! A policy file, compiled once into a [`Policy`]: which tools may run with
+//! which arguments, and what an agent was expected to do.
+//!
+//! Loading reads YAML or JSON (same keys, the seed spellings accepted as
+//! written), refuses unknown keys naming the closest known one, and compiles
+//! every JSON Schema. A loaded `Policy` is valid: checking a call parses
+//! nothing again. [`lint`] reports every problem of a file at once.
+
+mod load;
+pub mod names;
+pub mod schema;
+pub mod tools;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use self::names::NameSet;
+use self::schema::ArgumentSchema;
+pub use self::tools::{DeclaredKind, ToolDecl};
+use crate::detect::Limits;
+
+/// A compiled policy. Build it with [`Policy::load`], [`Policy::from_text`]
+/// or [`Policy::from_value`]; `Policy::default()` allows every call.
+#[derive(Debug, Default)]
+pub struct Policy {
+    /// Per tool name: its declaration, schemas and required parameters.
+    pub(crate) tools: HashMap<String, ToolSpec>,
+    /// Names of the declared tools (and the names hosted tools are called by).
+    pub(crate) declared: NameSet,
+    /// `allowed_functions`, when set.
+    pub(crate) allowed: Option<NameSet>,
+    pub(crate) forbidden: NameSet,
+    /// Names that pass the name check on sight (see `check::name`).
+    pub(crate) safe_names: HashSet<String>,
+    pub(crate) expected: Vec<String>,
+    pub(crate) order: Vec<String>,
+    pub(crate) min_tools: Option<usize>,
+    pub(crate) max_tools: Option<usize>,
+    pub(crate) validate_args: Vec<ArgExpectation>,
+    pub(crate) require_calls: bool,
+    pub(crate) normalize: Normalize,
+    pub(crate) limits: Limits,
+    pub(crate) gateway: GatewaySettings,
+    pub(crate) audit: AuditSettings,
+}
+
+/// What the policy says about one tool name.
+#[derive(Debug, Default)]
+pub(crate) struct ToolSpec {
+    /// How the tool was declared in `tools`; `None` when it is only named by
+    /// `schema` or `required_params`.
+    pub(crate) declared: Option<DeclaredKind>,
+    /// Declared with no parameters: any argument is unexpected.
+    pub(crate) takes_no_arguments: bool,
+    pub(crate) required: Vec<String>,
+    pub(crate) schemas: Vec<ArgumentSchema>,
+}
+
+/// One `validate_args` pair: some call of `tool` must have `arg` equal to
+/// `value` (as JSON, numbers by value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgExpectation {
+    pub tool: String,
+    pub arg: String,
+    pub value: Value,
+}
+
+/// `normalize`: clean arguments before they are checked; the cleaned
+/// arguments are the ones that execute.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Normalize {
+    pub strip_empty_values: bool,
+    pub strip_placeholder_strings: bool,
+    pub placeholder_strings: Vec<String>,
+}
+
+impl Default for Normalize {
+    fn default() -> Self {
+        Normalize {
+            strip_empty_values: false,
+            strip_placeholder_strings: false,
+            placeholder_strings: ["none", "null", "undefined", "\"\"", "''"]
+                .map(str::to_owned)
+                .to_vec(),
+        }
+    }
+}
+
+impl Normalize {
+    /// Whether any cleaning is on.
+    #[must_use]
+    pub fn is_active(&self) -> bool {
+        self.strip_empty_values || self.strip_placeholder_strings
+    }
+}
+
+/// What to do with a response holding a violation (`gateway.on_violation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnViolation {
+    #[default]
+    Block,
+    Retry,
+}
+
+/// `gateway`: settings of `toolgate serve`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewaySettings {
+    pub upstream: Option<String>,
+    pub on_violation: OnViolation,
+    pub max_retries: u32,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        GatewaySettings {
+            upstream: None,
+            on_violation: OnViolation::Block,
+            max_retries: 2,
+        }
+    }
+}
+
+/// `audit`: where `toolgate serve` records each checked request.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditSettings {
+    pub sqlite: Option<String>,
+    pub jsonl: Option<String>,
+    pub postgres: Option<String>,
+    pub redact: Vec<String>,
+}
+
+impl Policy {
+    /// Read and compile a policy file (YAML or JSON). A `tools_file` is read
+    /// relative to the policy's directory.
+    pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+            path: path.to_path_buf(),
+            message: source.to_string(),
+        })?;
+        Policy::from_text(&text, path.parent())
+    }
+
+    /// Compile a policy from YAML or JSON text; `base_dir` resolves a
+    /// relative `tools_file`.
+    pub fn from_text(text: &str, base_dir: Option<&Path>) -> Result<Policy, PolicyError> {
+        let value =
+            load::parse_text(text).map_err(|problem| PolicyError::Invalid(vec![problem]))?;
+        Policy::from_value(&value, base_dir)
+    }
+
+    /// Compile a policy from its JSON value.
+    pub fn from_value(value: &Value, base_dir: Option<&Path>) -> Result<Policy, PolicyError> {
+        let (policy, problems) = load::compile(value, base_dir);
+        if problems.is_empty() {
+            Ok(policy)
+        } else {
+            Err(PolicyError::Invalid(problems))
+        }
+    }
+
+    /// The bounds payloads are read within (`input_limits`).
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// `require_calls`.
+    #[must_use]
+    pub fn require_calls(&self) -> bool {
+        self.require_calls
+    }
+
+    /// `expected`, in order.
+    #[must_use]
+    pub fn expected(&self) -> &[String] {
+        &self.expected
+    }
+
+    #[must_use]
+    pub fn normalize(&self) -> &Normalize {
+        &self.normalize
+    }
+
+    #[must_use]
+    pub fn gateway(&self) -> &GatewaySettings {
+        &self.gateway
+    }
+
+    #[must_use]
+    pub fn audit(&self) -> &AuditSettings {
+        &self.audit
+    }
+
+    /// The names of the declared tools, in order of declaration.
+    #[must_use]
+    pub fn declared_tools(&self) -> &[String] {
+        self.declared.names()
+    }
+}
+
+/// Every problem in a policy file, at once; empty when it loads.
+#[must_use]
+pub fn lint(path: impl AsRef<Path>) -> Vec<Problem> {
+    let path = path.as_ref();
+    match std::fs::read_to_string(path) {
+        Err(err) => vec![Problem::new(
+            "",
+            format!("cannot read {}: {err}", path.display()),
+        )],
+        Ok(text) => match load::parse_text(&text) {
+            Err(problem) => vec![problem],
+            Ok(value) => load::compile(&value, path.parent()).1,
+        },
+    }
+}
+
+/// One problem in a policy: where (`tools[2].function.parameters`,
+/// `schema.create_order`) and what, in lowercase words that suggest the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub path: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn new(path: &str, message: impl Into<String>) -> Self {
+        Problem {
+            path: path.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyError {
+    /// The file could not be read.
+    Io { path: PathBuf, message: String },
+    /// The policy has problems (at least one).
+    Invalid(Vec<Problem>),
+}
+
+impl PolicyError {
+    /// Every problem, for `policy lint`.
+    #[must_use]
+    pub fn problems(&self) -> Vec<Problem> {
+        match self {
+            PolicyError::Io { path, message } => {
+                vec![Problem::new(
+                    "",
+                    format!("cannot read {}: {message}", path.display()),
+                )]
+            }
+            PolicyError::Invalid(problems) => problems.clone(),
+        }
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::Io { path, message } => {
+                write!(f, "cannot read {}: {message}", path.display())
+            }
+            PolicyError::Invalid(problems) => {
+                write!(f, "invalid policy: ")?;
+                match problems.as_slice() {
+                    [] => f.write_str("no reason given"),
+                    [one] => write!(f, "{one}"),
+                    [first, rest @ ..] => write!(
+                        f,
+                        "{first} (and {} more; `toolgate policy lint` lists them all)",
+                        rest.len()
+                    ),
+                }
+            }
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}

@@ -1,0 +1,287 @@
+//! JSON Schema, compiled once at load by the `jsonschema` crate (every
+//! draft, chosen by `$schema`, 2020-12 when absent), and the words a
+//! violation uses: they name the argument and the rule, never the value.
+
+use std::fmt::Write as _;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::{Map, Value};
+
+/// One compiled schema for a tool's arguments.
+#[derive(Debug)]
+pub struct ArgumentSchema {
+    validator: Validator,
+}
+
+/// A schema failure, in contract terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaFailure {
+    /// A JSON Pointer into the arguments (`""` for the whole object).
+    pub path: String,
+    /// What rule failed, naming the argument, never its value.
+    pub message: String,
+}
+
+/// Most failures reported for one call: enough to correct a call, bounded
+/// so that a pathological payload cannot make the verdict huge.
+const MAX_FAILURES: usize = 16;
+
+impl ArgumentSchema {
+    /// Compile `schema`, asserting `format` when `validate_formats`.
+    /// External `$ref`s are never fetched: a schema must be self-contained.
+    pub fn compile(schema: &Value, validate_formats: bool) -> Result<Self, String> {
+        if !schema.is_object() && !schema.is_boolean() {
+            return Err(format!(
+                "a JSON Schema must be an object or a boolean, not {}",
+                crate::detect::args::json_type(schema)
+            ));
+        }
+        jsonschema::options()
+            .should_validate_formats(validate_formats)
+            .build(schema)
+            .map(|validator| ArgumentSchema { validator })
+            .map_err(|err| describe_schema_error(&err))
+    }
+
+    /// The fast path: no detail, no allocation when valid.
+    #[must_use]
+    pub fn passes(&self, arguments: &Value) -> bool {
+        self.validator.is_valid(arguments)
+    }
+
+    /// Every failure (up to a bound), each with a JSON Pointer.
+    #[must_use]
+    pub fn failures(&self, arguments: &Value) -> Vec<SchemaFailure> {
+        self.validator
+            .iter_errors(arguments)
+            .take(MAX_FAILURES)
+            .map(|err| failure(&err))
+            .collect()
+    }
+
+    /// Validate an arguments object in place: it is lent to the validator as
+    /// a JSON value and handed back unchanged.
+    pub fn check_object(&self, arguments: &mut Map<String, Value>) -> Vec<SchemaFailure> {
+        let value = Value::Object(std::mem::take(arguments));
+        let found = if self.passes(&value) {
+            Vec::new()
+        } else {
+            self.failures(&value)
+        };
+        if let Value::Object(map) = value {
+            *arguments = map;
+        }
+        found
+    }
+}
+
+fn describe_schema_error(err: &ValidationError<'_>) -> String {
+    let at = err.instance_path().as_str();
+    let mut text = String::from("not a valid JSON Schema");
+    if !at.is_empty() {
+        let _ = write!(text, " at {at}");
+    }
+    let _ = write!(text, ": {err}");
+    text
+}
+
+/// The argument a failure is about: the last segment of the pointer, or
+/// `arguments` for the whole object.
+fn subject(path: &str) -> String {
+    match path.rsplit('/').next() {
+        Some(last) if !path.is_empty() => {
+            let last = last.replace("~1", "/").replace("~0", "~");
+            format!("'{last}'")
+        }
+        _ => "the arguments".to_owned(),
+    }
+}
+
+fn failure(err: &ValidationError<'_>) -> SchemaFailure {
+    let path = err.instance_path().as_str().to_owned();
+    if let ValidationErrorKind::Required { property } = err.kind() {
+        // The missing property is the subject: point at it.
+        let name = property
+            .as_str()
+            .map_or_else(|| property.to_string(), str::to_owned);
+        return SchemaFailure {
+            path: format!("{path}/{}", name.replace('~', "~0").replace('/', "~1")),
+            message: format!("'{name}' is a required property"),
+        };
+    }
+    let message = rule(err.kind(), &subject(&path));
+    SchemaFailure { path, message }
+}
+
+/// What rule `kind` is, said of `subject`.
+#[allow(clippy::too_many_lines)] // one arm per keyword, and no `_` arm
+fn rule(kind: &ValidationErrorKind, subject: &str) -> String {
+    match kind {
+        ValidationErrorKind::Required { .. } => format!("{subject} lacks a required property"),
+        ValidationErrorKind::Type { kind: types } => {
+            format!("{subject} is not of type {}", type_names(types))
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            let names: Vec<String> = unexpected.iter().map(|name| format!("'{name}'")).collect();
+            let noun = if names.len() == 1 {
+                "property"
+            } else {
+                "properties"
+            };
+            format!(
+                "additional {noun} {} not allowed in {subject}",
+                names.join(", ")
+            )
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("{subject} is not one of {}", allowed_values(options))
+        }
+        ValidationErrorKind::Constant { .. } => {
+            format!("{subject} is not the value the schema requires")
+        }
+        ValidationErrorKind::Format { format } => format!("{subject} is not a valid '{format}'"),
+        ValidationErrorKind::Pattern { pattern } => {
+            format!("{subject} does not match the pattern '{pattern}'")
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!("{subject} is shorter than {limit} characters")
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!("{subject} is longer than {limit} characters")
+        }
+        ValidationErrorKind::Minimum { limit } => {
+            format!("{subject} is less than the minimum of {limit}")
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("{subject} is more than the maximum of {limit}")
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("{subject} is less than or equal to the exclusive minimum of {limit}")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("{subject} is more than or equal to the exclusive maximum of {limit}")
+        }
+        ValidationErrorKind::MultipleOf { multiple_of } => {
+            format!("{subject} is not a multiple of {multiple_of}")
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            format!("{subject} has fewer than {limit} items")
+        }
+        ValidationErrorKind::MaxItems { limit } => format!("{subject} has more than {limit} items"),
+        ValidationErrorKind::UniqueItems => format!("{subject} has non-unique items"),
+        ValidationErrorKind::Contains => format!("{subject} contains no item the schema requires"),
+        ValidationErrorKind::AdditionalItems { limit } => {
+            format!("{subject} has more than the {limit} items the schema allows")
+        }
+        ValidationErrorKind::UnevaluatedItems { .. } => {
+            format!("{subject} has items the schema does not allow")
+        }
+        ValidationErrorKind::MinProperties { limit } => {
+            format!("{subject} has fewer than {limit} properties")
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            format!("{subject} has more than {limit} properties")
+        }
+        ValidationErrorKind::PropertyNames { .. } => {
+            format!("{subject} has a property name the schema does not allow")
+        }
+        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            format!("{subject} is not valid under any of the given schemas")
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            format!("{subject} is valid under more than one of the given schemas")
+        }
+        ValidationErrorKind::Not { .. } => format!("{subject} matches a schema it must not match"),
+        ValidationErrorKind::FalseSchema => format!("{subject} is not allowed by the schema"),
+        ValidationErrorKind::ContentEncoding { content_encoding } => {
+            format!("{subject} is not encoded as '{content_encoding}'")
+        }
+        ValidationErrorKind::ContentMediaType { content_media_type } => {
+            format!("{subject} is not of media type '{content_media_type}'")
+        }
+        ValidationErrorKind::FromUtf8 { .. } => format!("{subject} does not decode to UTF-8 text"),
+        ValidationErrorKind::Custom { keyword, .. } => {
+            format!("{subject} fails the '{keyword}' rule")
+        }
+        ValidationErrorKind::BacktrackLimitExceeded { .. }
+        | ValidationErrorKind::RegexEngineFailure { .. } => {
+            format!("{subject} could not be matched against the schema's pattern within its limits")
+        }
+        ValidationErrorKind::Referencing(_) => {
+            format!("{subject} could not be checked: the schema has an unresolved reference")
+        }
+    }
+}
+
+fn type_names(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(single) => format!("'{single}'"),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|t| format!("'{t}'")).collect();
+            names.join(" or ")
+        }
+    }
+}
+
+/// The values an `enum` allows: these are the schema's, not the caller's,
+/// and naming them lets a model correct its call. Long lists are cut.
+fn allowed_values(options: &Value) -> String {
+    const SHOWN: usize = 12;
+    let Some(list) = options.as_array() else {
+        return "the allowed values".to_owned();
+    };
+    let mut shown: Vec<String> = list.iter().take(SHOWN).map(Value::to_string).collect();
+    if list.len() > SHOWN {
+        shown.push(format!("... ({} more)", list.len() - SHOWN));
+    }
+    format!("[{}]", shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn messages_name_the_rule_not_the_value() {
+        let schema = ArgumentSchema::compile(
+            &json!({"type": "object", "required": ["city"],
+                    "properties": {"unit": {"enum": ["c", "f"]}, "n": {"type": "integer", "maximum": 5},
+                                   "mail": {"type": "string", "format": "email"}}}),
+            true,
+        )
+        .unwrap();
+        let args = json!({"unit": "kelvin-secret", "n": 99, "mail": "secret-not-an-email"});
+        let found = schema.failures(&args);
+        let text = format!("{found:?}");
+        assert!(!text.contains("secret"), "{text}");
+        assert!(found.contains(&SchemaFailure {
+            path: "/city".into(),
+            message: "'city' is a required property".into()
+        }));
+        assert!(found
+            .iter()
+            .any(|f| f.path == "/unit" && f.message.contains("[\"c\", \"f\"]")));
+        assert!(found
+            .iter()
+            .any(|f| f.path == "/n" && f.message.contains("maximum of 5")));
+        assert!(found
+            .iter()
+            .any(|f| f.path == "/mail" && f.message.contains("'email'")));
+        assert!(!schema.passes(&args));
+    }
+
+    #[test]
+    fn drafts_by_dollar_schema_and_bad_schemas() {
+        // Draft 4 reads `exclusiveMaximum` as a boolean.
+        let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+                            "type": "number", "maximum": 5, "exclusiveMaximum": true});
+        let schema = ArgumentSchema::compile(&draft4, true).unwrap();
+        assert!(!schema.passes(&json!(5)));
+        assert!(ArgumentSchema::compile(&json!({"type": "strng"}), true).is_err());
+        assert!(ArgumentSchema::compile(&json!(3), true).is_err());
+    }
+}
