@@ -1,3 +1,4 @@
+mod conformance;
 mod detect;
 mod fixtures;
 mod stream;

@@ -3,6 +3,8 @@
 //! `required_params` entry present, and valid against every JSON Schema the
 //! policy holds for the tool.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::check::normalize;
@@ -11,15 +13,18 @@ use crate::policy::{DeclaredKind, Policy, ToolSpec};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Check (and clean) the arguments of call `call` to tool `name`, adding
-/// violations to `out`.
+/// violations to `out`. `request` holds what a request declares, checked
+/// beside the policy.
 pub(crate) fn check(
     policy: &Policy,
+    request: Option<&HashMap<String, ToolSpec>>,
     call: usize,
     name: &str,
     arguments: &mut Arguments,
     out: &mut Vec<Violation>,
 ) {
-    let spec = policy.tools.get(name);
+    let specs = [policy.tools.get(name), request.and_then(|r| r.get(name))];
+    let mut specs = specs.into_iter().flatten();
     match arguments {
         Arguments::Invalid(err) => out.push(Violation::call(
             err.code,
@@ -28,7 +33,7 @@ pub(crate) fn check(
             format!("arguments for tool '{name}' are not valid: {}", err.message),
         )),
         Arguments::Text(_) => {
-            if spec.is_some_and(takes_json) {
+            if specs.any(takes_json) {
                 out.push(Violation::call(
                     ViolationCode::MalformedArguments,
                     call,
@@ -39,7 +44,7 @@ pub(crate) fn check(
         }
         Arguments::Object(map) => {
             normalize::clean(map, &policy.normalize);
-            if let Some(spec) = spec.filter(|spec| takes_json(spec)) {
+            for spec in specs.filter(|spec| takes_json(spec)) {
                 check_object(spec, call, name, map, out);
             }
         }

@@ -6,6 +6,7 @@
 //! calls), `expectations` (what the agent was expected to do) and `score`.
 
 mod arguments;
+mod declared;
 mod expectations;
 mod name;
 mod normalize;
@@ -14,6 +15,7 @@ mod score;
 
 use std::collections::HashMap;
 
+use self::declared::RequestTools;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};
@@ -50,9 +52,12 @@ impl Policy {
         let Detection {
             calls,
             results,
-            violations: payload,
+            tools,
+            violations: mut payload,
             ..
         } = detection;
+        let request =
+            (!tools.is_empty()).then(|| RequestTools::compile(self, &tools, &mut payload));
         let result_violations = if options.results {
             results::check(&calls, &results)
         } else {
@@ -64,7 +69,7 @@ impl Policy {
         let mut valid = 0;
         let mut ids: HashMap<String, usize> = HashMap::new();
         for call in calls {
-            let verdict = self.check_call(call, &mut ids);
+            let verdict = self.check_call(call, request.as_ref(), &mut ids);
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
@@ -94,7 +99,12 @@ impl Policy {
         self.finish(verdicts, violations, Vec::new(), score, payload_failed)
     }
 
-    fn check_call(&self, call: ToolCall, ids: &mut HashMap<String, usize>) -> CallVerdict {
+    fn check_call(
+        &self,
+        call: ToolCall,
+        request: Option<&RequestTools>,
+        ids: &mut HashMap<String, usize>,
+    ) -> CallVerdict {
         let ToolCall {
             index,
             id,
@@ -104,7 +114,7 @@ impl Policy {
             ..
         } = call;
         let mut found = Vec::new();
-        let named = name::violation(self, index, &name);
+        let named = name::violation(self, request.map(|r| &r.names), index, &name);
         let forbidden = named
             .as_ref()
             .is_some_and(|v| v.code == ViolationCode::Forbidden);
@@ -122,7 +132,14 @@ impl Policy {
             }
         }
         if !forbidden {
-            arguments::check(self, index, &name, &mut arguments, &mut found);
+            arguments::check(
+                self,
+                request.map(|r| &r.specs),
+                index,
+                &name,
+                &mut arguments,
+                &mut found,
+            );
         }
         CallVerdict {
             index,

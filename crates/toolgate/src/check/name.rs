@@ -2,19 +2,30 @@
 //! look-alikes of a forbidden name; then the allowlist (`allowed_functions`,
 //! else the declared tools) matches exactly.
 
+use crate::policy::names::NameSet;
 use crate::policy::Policy;
 use crate::verdict::{Violation, ViolationCode};
 
 /// The fast path: a name the policy lists exactly and that looks like no
 /// forbidden name, or any name when nothing restricts names.
-pub(crate) fn passes(policy: &Policy, name: &str) -> bool {
+fn passes(policy: &Policy, declared: Option<&NameSet>, name: &str) -> bool {
     policy.safe_names.contains(name)
-        || (policy.forbidden.is_empty() && allowlist(policy).is_none() && !name.trim().is_empty())
+        || (policy.forbidden.is_empty()
+            && allowlist(policy).is_none()
+            && declared.is_none_or(NameSet::is_empty)
+            && !name.trim().is_empty())
 }
 
 /// The violation of a call named `name`, if any.
-pub(crate) fn violation(policy: &Policy, call: usize, name: &str) -> Option<Violation> {
-    if passes(policy, name) {
+/// `declared`, when given, replaces the policy's declared tools (the
+/// policy's and a request's together).
+pub(crate) fn violation(
+    policy: &Policy,
+    declared: Option<&NameSet>,
+    call: usize,
+    name: &str,
+) -> Option<Violation> {
+    if passes(policy, declared, name) {
         return None;
     }
     if name.trim().is_empty() {
@@ -40,7 +51,10 @@ pub(crate) fn violation(policy: &Policy, call: usize, name: &str) -> Option<Viol
             message,
         ));
     }
-    let list = allowlist(policy)?;
+    let list = match declared {
+        Some(declared) if policy.allowed.is_none() && !declared.is_empty() => declared,
+        _ => allowlist(policy)?,
+    };
     if list.contains(name) {
         return None;
     }
@@ -60,7 +74,7 @@ pub(crate) fn violation(policy: &Policy, call: usize, name: &str) -> Option<Viol
 
 /// `allowed_functions` when set, else the declared tools when there are
 /// some, else nothing (any name passes).
-fn allowlist(policy: &Policy) -> Option<&crate::policy::names::NameSet> {
+fn allowlist(policy: &Policy) -> Option<&NameSet> {
     policy
         .allowed
         .as_ref()

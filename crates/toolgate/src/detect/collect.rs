@@ -39,6 +39,8 @@ pub(crate) struct Collector<'l> {
     turn: usize,
     last_role: Option<&'static str>,
     over_call_limit: bool,
+    /// Tool declarations of a request (`tools`), as sent.
+    tools: Vec<Value>,
     /// How deep the document readers have recursed.
     depth: usize,
 }
@@ -54,7 +56,20 @@ impl<'l> Collector<'l> {
             turn: 0,
             last_role: None,
             over_call_limit: false,
+            tools: Vec::new(),
             depth: 0,
+        }
+    }
+
+    /// Record the tool declarations of a request (a `tools` array). An
+    /// entry that is not an object is kept as it is: the check refuses it.
+    pub(crate) fn declare_tools(&mut self, tools: &RawValue) {
+        match serde_json::from_str::<Vec<Value>>(tools.get()) {
+            Ok(list) => self.tools.extend(list),
+            Err(_) => self.violation(
+                ViolationCode::InputLimitExceeded,
+                "the request's tool declarations are nested too deeply to read",
+            ),
         }
     }
 
@@ -229,6 +244,7 @@ impl<'l> Collector<'l> {
             framing,
             calls: self.calls,
             results: self.results,
+            tools: self.tools,
             violations: self.violations,
         }
     }

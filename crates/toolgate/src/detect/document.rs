@@ -114,6 +114,9 @@ pub(crate) struct Obj<'a> {
     pub(crate) result: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) tools: Option<&'a RawValue>,
+    /// Marks a request (beside `tools`).
+    #[serde(borrow)]
+    pub(crate) model: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) inputSchema: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -327,6 +330,12 @@ pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
 
 fn shape(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     let kind = o.kind.as_deref();
+    if let Some(tools) = o.tools.filter(|t| is_array(t)) {
+        if o.messages.is_some() || o.input.is_some() || o.contents.is_some() || o.model.is_some() {
+            // A request: the tools the application declares for the model.
+            out.declare_tools(tools);
+        }
+    }
     if o.jsonrpc.is_some() || o.method.is_some() {
         return mcp::message(o, out);
     }

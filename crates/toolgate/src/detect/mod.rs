@@ -42,6 +42,10 @@ pub struct Detection {
     pub calls: Vec<ToolCall>,
     /// Every tool result, in order.
     pub results: Vec<ToolResult>,
+    /// The tool declarations of a request in the payload (its `tools`), as
+    /// sent: a check merges them with the policy's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<serde_json::Value>,
     /// Problems with the payload as a whole (`malformed_payload`,
     /// `input_limit_exceeded`). Problems with one call's arguments are on
     /// the call.

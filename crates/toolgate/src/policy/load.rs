@@ -214,6 +214,7 @@ impl Loader<'_> {
         if let Some((key, v)) = get("tools_file") {
             self.tools_file(key, v, &mut decls);
         }
+        policy.validate_formats = validate_formats;
         self.declare(&mut policy, decls, validate_formats);
 
         if let Some((key, v)) = get("allowed_functions") {
@@ -423,42 +424,13 @@ impl Loader<'_> {
         decls: Vec<(String, ToolDecl)>,
         validate_formats: bool,
     ) {
-        for (path, decl) in decls {
-            if policy.declared.contains(&decl.name) {
-                self.problem(&path, format!("tool '{}' is declared twice", decl.name));
-                continue;
-            }
-            policy.declared.insert(&decl.name);
-            for alias in &decl.aliases {
-                policy.declared.insert(alias);
-            }
-            let mut spec = ToolSpec {
-                declared: Some(decl.kind.clone()),
-                ..ToolSpec::default()
-            };
-            if decl.kind == DeclaredKind::Function {
-                match &decl.parameters {
-                    None => spec.takes_no_arguments = true,
-                    Some(parameters) => {
-                        spec.takes_no_arguments = declares_no_parameters(parameters);
-                        match ArgumentSchema::compile(parameters, validate_formats) {
-                            Ok(schema) => spec.schemas.push(schema),
-                            Err(why) => self.problem(
-                                &path,
-                                format!("tool '{}' has an invalid schema: {why}", decl.name),
-                            ),
-                        }
-                    }
-                }
-            }
-            for alias in decl.aliases {
-                policy.tools.entry(alias).or_insert_with(|| ToolSpec {
-                    declared: Some(decl.kind.clone()),
-                    ..ToolSpec::default()
-                });
-            }
-            policy.tools.insert(decl.name, spec);
-        }
+        declare(
+            &mut policy.tools,
+            &mut policy.declared,
+            decls,
+            validate_formats,
+            &mut self.problems,
+        );
     }
 
     fn required_params(&mut self, policy: &mut Policy, path: &str, value: &Value) {
@@ -515,6 +487,56 @@ impl Loader<'_> {
                 });
             }
         }
+    }
+}
+
+/// Add declared tools to `tools` and `declared`, compiling their schemas.
+/// Shared by policy loading and by tools a request declares.
+pub(crate) fn declare(
+    tools: &mut HashMap<String, ToolSpec>,
+    declared: &mut NameSet,
+    decls: Vec<(String, ToolDecl)>,
+    validate_formats: bool,
+    problems: &mut Vec<Problem>,
+) {
+    for (path, decl) in decls {
+        if declared.contains(&decl.name) {
+            problems.push(Problem::new(
+                &path,
+                format!("tool '{}' is declared twice", decl.name),
+            ));
+            continue;
+        }
+        declared.insert(&decl.name);
+        for alias in &decl.aliases {
+            declared.insert(alias);
+        }
+        let mut spec = ToolSpec {
+            declared: Some(decl.kind.clone()),
+            ..ToolSpec::default()
+        };
+        if decl.kind == DeclaredKind::Function {
+            match &decl.parameters {
+                None => spec.takes_no_arguments = true,
+                Some(parameters) => {
+                    spec.takes_no_arguments = declares_no_parameters(parameters);
+                    match ArgumentSchema::compile(parameters, validate_formats) {
+                        Ok(schema) => spec.schemas.push(schema),
+                        Err(why) => problems.push(Problem::new(
+                            &path,
+                            format!("tool '{}' has an invalid schema: {why}", decl.name),
+                        )),
+                    }
+                }
+            }
+        }
+        for alias in decl.aliases {
+            tools.entry(alias).or_insert_with(|| ToolSpec {
+                declared: Some(decl.kind.clone()),
+                ..ToolSpec::default()
+            });
+        }
+        tools.insert(decl.name, spec);
     }
 }
 

@@ -18,14 +18,16 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub(crate) use self::load::declare;
 use self::names::NameSet;
 use self::schema::ArgumentSchema;
+pub(crate) use self::tools::parse_tool;
 pub use self::tools::{DeclaredKind, ToolDecl};
 use crate::detect::Limits;
 
 /// A compiled policy. Build it with [`Policy::load`], [`Policy::from_text`]
 /// or [`Policy::from_value`]; `Policy::default()` allows every call.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Policy {
     /// Per tool name: its declaration, schemas and required parameters.
     pub(crate) tools: HashMap<String, ToolSpec>,
@@ -42,10 +44,35 @@ pub struct Policy {
     pub(crate) max_tools: Option<usize>,
     pub(crate) validate_args: Vec<ArgExpectation>,
     pub(crate) require_calls: bool,
+    /// `validate_formats`: JSON Schema `format` is asserted (the default).
+    pub(crate) validate_formats: bool,
     pub(crate) normalize: Normalize,
     pub(crate) limits: Limits,
     pub(crate) gateway: GatewaySettings,
     pub(crate) audit: AuditSettings,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            tools: HashMap::new(),
+            declared: NameSet::default(),
+            allowed: None,
+            forbidden: NameSet::default(),
+            safe_names: HashSet::new(),
+            expected: Vec::new(),
+            order: Vec::new(),
+            min_tools: None,
+            max_tools: None,
+            validate_args: Vec::new(),
+            require_calls: false,
+            validate_formats: true,
+            normalize: Normalize::default(),
+            limits: Limits::default(),
+            gateway: GatewaySettings::default(),
+            audit: AuditSettings::default(),
+        }
+    }
 }
 
 /// What the policy says about one tool name.
@@ -237,6 +264,16 @@ impl Problem {
             path: path.to_owned(),
             message: message.into(),
         }
+    }
+}
+
+impl Problem {
+    /// The tool a problem is about, when its message names one
+    /// (`tool 'x' ...`).
+    #[must_use]
+    pub fn tool_name(&self) -> Option<&str> {
+        let rest = self.message.strip_prefix("tool '")?;
+        rest.split_once('\'').map(|(name, _)| name)
     }
 }
 

@@ -1,0 +1,68 @@
+//! Tools a request declares (its `tools` array): merged with the policy's,
+//! so that a call must name a tool the application offered and match that
+//! tool's schema. A declaration that is not valid (no name, a schema that is
+//! not JSON Schema, a name declared twice) is `invalid_tool_schema`, and the
+//! whole payload fails: its calls cannot be checked against it.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::policy::names::NameSet;
+use crate::policy::{declare, parse_tool, Policy, Problem, ToolSpec};
+use crate::verdict::{Violation, ViolationCode};
+
+/// Most declarations read from one payload.
+const MAX_DECLARED: usize = 512;
+
+/// The request's tools, compiled for one check.
+#[derive(Debug, Default)]
+pub(crate) struct RequestTools {
+    /// What the request says about each tool it declares.
+    pub(crate) specs: HashMap<String, ToolSpec>,
+    /// The names the policy declares, and those the request declares.
+    pub(crate) names: NameSet,
+}
+
+impl RequestTools {
+    /// Compile `tools`; each invalid declaration is a violation.
+    pub(crate) fn compile(policy: &Policy, tools: &[Value], out: &mut Vec<Violation>) -> Self {
+        let mut problems: Vec<Problem> = Vec::new();
+        if tools.len() > MAX_DECLARED {
+            problems.push(Problem::new(
+                "tools",
+                format!(
+                    "the request declares {} tools, more than {MAX_DECLARED}",
+                    tools.len()
+                ),
+            ));
+        }
+        let mut decls = Vec::new();
+        for (at, tool) in tools.iter().take(MAX_DECLARED).enumerate() {
+            if let Some(decl) = parse_tool(tool, &format!("tools[{at}]"), &mut problems) {
+                decls.push((format!("tools[{at}]"), decl));
+            }
+        }
+        let mut own = NameSet::default();
+        let mut specs = HashMap::new();
+        declare(
+            &mut specs,
+            &mut own,
+            decls,
+            policy.validate_formats,
+            &mut problems,
+        );
+        out.extend(problems.into_iter().map(|problem| Violation {
+            code: ViolationCode::InvalidToolSchema,
+            call: None,
+            tool: problem.tool_name().map(str::to_owned),
+            path: None,
+            message: format!("the request declares an invalid tool: {problem}"),
+        }));
+        let mut names = NameSet::new(policy.declared.names().iter().map(String::as_str));
+        for name in own.names() {
+            names.insert(name);
+        }
+        RequestTools { specs, names }
+    }
+}
