@@ -62,3 +62,235 @@ fn a_missing_file_is_a_usage_error() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr);
     assert!(stderr.starts_with("toolgate: cannot read"), "{stderr}");
 }
+
+/// A policy file in a fresh temporary directory.
+fn policy_file(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolgate-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn verdict(out: &assert_cmd::assert::Assert) -> serde_json::Value {
+    serde_json::from_slice(&out.get_output().stdout).expect("the verdict is JSON")
+}
+
+fn stderr(out: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+}
+
+const WEATHER_POLICY: &str = "\
+tools:
+  - type: function
+    function:
+      name: GetWeatherArgs
+      parameters:
+        type: object
+        properties: {city: {type: string}, country: {type: string}, units: {enum: [c, f]}}
+        required: [city]
+  - type: function
+    function:
+      name: get_stock_price
+      parameters: {type: object, properties: {ticker: {type: string}, exchange: {type: string}}}
+expected: [GetWeatherArgs, get_stock_price]
+";
+
+#[test]
+fn check_passes_a_capture_against_its_policy() {
+    let policy = policy_file("weather.yaml", WEATHER_POLICY);
+    let out = toolgate()
+        .args(["check", "--policy"])
+        .arg(&policy)
+        .arg(fixture("openai-chat/nonstream-parallel-weather-stock.json"))
+        .assert()
+        .success();
+    let verdict = verdict(&out);
+    assert_eq!(verdict["passed"], true);
+    assert_eq!(verdict["label"], "pass");
+    assert_eq!(verdict["score"], 1.0);
+    assert_eq!(
+        verdict["actual_tools"],
+        serde_json::json!(["GetWeatherArgs", "get_stock_price"])
+    );
+    assert_eq!(verdict["calls"][1]["arguments"]["ticker"], "AAPL");
+}
+
+#[test]
+fn check_reads_standard_input_and_prints_the_contract_verdict() {
+    let policy = policy_file(
+        "expected.json",
+        r#"{"expected": ["search_database", "send_email"]}"#,
+    );
+    let payload = r#"{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"search_database","arguments":"{\"table\":\"users\"}"}}]}}]}"#;
+    let out = toolgate()
+        .args(["check", "--compact", "--policy"])
+        .arg(&policy)
+        .arg("-")
+        .write_stdin(payload)
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout);
+    assert_eq!(stdout.lines().count(), 1, "--compact prints one line");
+    let expected: serde_json::Value = serde_json::json!({
+      "passed": false,
+      "label": "fail",
+      "score": 0.5,
+      "reasoning": "Missing expected tools: send_email",
+      "calls": [{"index": 0, "id": "call_1", "name": "search_database",
+                 "arguments": {"table": "users"}, "format": "openai_chat",
+                 "valid": true, "violations": []}],
+      "violations": [{"code": "missing_expected_tools", "call": null,
+                      "tool": "send_email", "path": null,
+                      "message": "Missing expected tools: send_email"}],
+      "failures": ["Missing expected tools: send_email"],
+      "actual_tools": ["search_database"],
+      "expected_tools": ["search_database", "send_email"]
+    });
+    assert_eq!(verdict(&out), expected);
+}
+
+#[test]
+fn check_fails_garbage_input_with_a_verdict_not_a_crash() {
+    for garbage in [
+        "",
+        "not json at all",
+        "{\"choices\": [",
+        "\u{0}\u{1}\u{2}",
+        "[[[[[[[[[[[[",
+    ] {
+        let out = toolgate()
+            .args(["check", "-"])
+            .write_stdin(garbage)
+            .assert()
+            .code(1);
+        let verdict = verdict(&out);
+        assert_eq!(verdict["passed"], false, "{garbage:?}");
+        assert_eq!(verdict["score"], 0.0, "{garbage:?}");
+        assert_eq!(
+            verdict["violations"][0]["code"], "malformed_payload",
+            "{garbage:?}"
+        );
+    }
+}
+
+#[test]
+fn check_results_and_require_calls_flags() {
+    let conversation = r#"[{"role":"assistant","tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{}"}}]},
+        {"role":"tool","tool_call_id":"call_9","content":"fabricated"}]"#;
+    toolgate()
+        .args(["check", "-"])
+        .write_stdin(conversation)
+        .assert()
+        .success();
+    let out = toolgate()
+        .args(["check", "--results", "-"])
+        .write_stdin(conversation)
+        .assert()
+        .code(1);
+    assert_eq!(
+        verdict(&out)["violations"][0]["code"],
+        "result_unknown_call_id"
+    );
+
+    let text_only = r#"{"choices":[{"message":{"role":"assistant","content":"Hello"}}]}"#;
+    toolgate()
+        .args(["check", "-"])
+        .write_stdin(text_only)
+        .assert()
+        .success();
+    let out = toolgate()
+        .args(["check", "--require-calls", "-"])
+        .write_stdin(text_only)
+        .assert()
+        .code(1);
+    assert_eq!(verdict(&out)["reasoning"], "no tool calls found");
+}
+
+#[test]
+fn check_with_a_bad_policy_is_exit_2_with_one_line() {
+    let cases = [
+        (
+            "unknown.yaml",
+            "alowed_functions: [a]\n",
+            "the closest known key is `allowed_functions`",
+        ),
+        (
+            "schema.json",
+            r#"{"schema": {"create_order": {"type": "objekt"}}}"#,
+            "tool 'create_order' has an invalid schema",
+        ),
+        ("broken.yaml", "tools: [\n", "not valid YAML"),
+        ("list.yaml", "- a\n- b\n", "a policy must be a mapping"),
+    ];
+    for (name, text, needle) in cases {
+        let policy = policy_file(name, text);
+        let out = toolgate()
+            .args(["check", "--policy"])
+            .arg(&policy)
+            .arg(fixture("openai-chat/nonstream-parallel-weather-stock.json"))
+            .assert()
+            .code(2);
+        assert!(
+            out.get_output().stdout.is_empty(),
+            "{name}: no verdict on a policy error"
+        );
+        let stderr = stderr(&out);
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.starts_with("toolgate: "), "{name}: {stderr}");
+        assert!(stderr.contains(needle), "{name}: {stderr}");
+    }
+    let out = toolgate()
+        .args(["check", "--policy", "/nonexistent/policy.yaml", "-"])
+        .write_stdin("{}")
+        .assert()
+        .code(2);
+    assert!(stderr(&out).contains("cannot read"));
+}
+
+#[test]
+fn policy_lint_reports_every_problem_at_once() {
+    let policy = policy_file(
+        "many.yaml",
+        "alowed_functions: [a]\nminTools: two\nschema: {x: {type: nope}}\nnormalize: {strip: true}\n",
+    );
+    let out = toolgate()
+        .args(["policy", "lint"])
+        .arg(&policy)
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for needle in [
+        "unknown key `alowed_functions`",
+        "minTools: must be a whole number",
+        "tool 'x' has an invalid schema",
+        "normalize.strip: unknown key `strip`",
+        "4 problems",
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+
+    let good = policy_file("good.yaml", WEATHER_POLICY);
+    let out = toolgate()
+        .args(["policy", "lint"])
+        .arg(&good)
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).ends_with(": ok\n"));
+
+    toolgate()
+        .args(["policy", "lint", "/nonexistent/policy.yaml"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    toolgate()
+        .args(["check", "--no-such-flag"])
+        .assert()
+        .code(2);
+    toolgate().args(["policy"]).assert().code(2);
+}
