@@ -49,6 +49,10 @@ enum Command {
         /// Fail when the payload holds no tool call at all.
         #[arg(long)]
         require_calls: bool,
+        /// The caller, for roles, rules and limits: a JSON file
+        /// `{"id": ..., "roles": [...], "attributes": {...}}`.
+        #[arg(long)]
+        caller: Option<PathBuf>,
         /// Print the verdict on one line.
         #[arg(long)]
         compact: bool,
@@ -102,6 +106,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             results,
             require_calls,
+            caller,
             compact,
         } => {
             let policy = match policy {
@@ -109,10 +114,12 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                     .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?,
                 None => toolgate::Policy::default(),
             };
+            let caller = caller.map(|path| read_caller(&path)).transpose()?;
             let body = read_input(file.as_ref())?;
             let options = toolgate::CheckOptions {
                 results,
                 require_calls,
+                caller: caller.as_ref(),
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();
@@ -143,6 +150,16 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             Ok(problems.is_empty())
         }
     }
+}
+
+fn read_caller(path: &PathBuf) -> anyhow::Result<toolgate::Caller> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_slice(&text).with_context(|| {
+        format!(
+            "{}: a caller is {{\"id\": ..., \"roles\": [...], \"attributes\": {{...}}}}",
+            path.display()
+        )
+    })
 }
 
 fn read_input(file: Option<&PathBuf>) -> anyhow::Result<Vec<u8>> {

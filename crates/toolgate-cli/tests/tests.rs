@@ -294,3 +294,45 @@ fn usage_errors_are_exit_2() {
         .code(2);
     toolgate().args(["policy"]).assert().code(2);
 }
+
+#[test]
+fn check_caller_gives_roles_and_rules_their_caller() {
+    let policy = policy_file(
+        "access.yaml",
+        "roles: {support: {allow: [get_customer]}}\n\
+         rules:\n  - {tool: get_customer, when: \"args.customer_id in caller.customer_ids\"}\n",
+    );
+    let caller = policy_file(
+        "caller.json",
+        r#"{"id": "support-bot", "roles": ["support"], "attributes": {"customer_ids": ["c-1"]}}"#,
+    );
+    let call = |customer: &str| {
+        format!(r#"[{{"name": "get_customer", "arguments": {{"customer_id": "{customer}"}}}}]"#)
+    };
+    let run = |with_caller: bool, customer: &str| {
+        let mut cmd = toolgate();
+        cmd.args(["check", "--policy"]).arg(&policy);
+        if with_caller {
+            cmd.arg("--caller").arg(&caller);
+        }
+        cmd.arg("-").write_stdin(call(customer)).assert()
+    };
+    run(true, "c-1").success();
+    let out = run(true, "c-2").code(1);
+    assert_eq!(
+        verdict(&out)["violations"][0]["code"],
+        "unauthorized_argument"
+    );
+    let out = run(false, "c-1").code(1);
+    assert_eq!(verdict(&out)["violations"][0]["code"], "unauthorized_role");
+
+    let bad = policy_file("bad-caller.json", r#"{"name": "x"}"#);
+    let out = toolgate()
+        .args(["check", "--caller"])
+        .arg(&bad)
+        .arg("-")
+        .write_stdin("[]")
+        .assert()
+        .code(2);
+    assert!(stderr(&out).contains("a caller is"), "{}", stderr(&out));
+}

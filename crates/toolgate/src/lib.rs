@@ -22,7 +22,8 @@ pub mod verdict;
 pub use check::CheckOptions;
 pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
-    ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, ToolCall, ToolResult,
+    ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing, ToolCall,
+    ToolResult,
 };
 pub use policy::{Policy, PolicyError, Problem};
 pub use verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};

@@ -221,3 +221,16 @@ pub struct ToolResult {
     /// The conversation turn (message) the result belongs to, from 0.
     pub turn: usize,
 }
+
+/// Who is calling: the identity roles and rules are checked against
+/// (`check --caller C.json`, or the gateway's authenticated caller).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Caller {
+    pub id: String,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Seen by rules as `caller.<name>`.
+    #[serde(default)]
+    pub attributes: Map<String, Value>,
+}

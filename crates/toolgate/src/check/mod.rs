@@ -5,6 +5,7 @@
 //! `required_params`, JSON Schema), `results` (tool results linked to
 //! calls), `expectations` (what the agent was expected to do) and `score`.
 
+mod access;
 mod arguments;
 mod declared;
 mod expectations;
@@ -19,18 +20,21 @@ use self::declared::RequestTools;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};
-use crate::model::ToolCall;
+use crate::model::{Caller, ToolCall};
 use crate::policy::Policy;
 use crate::verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
 
 /// How to check, beyond what the policy says.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CheckOptions {
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CheckOptions<'a> {
     /// Also check the tool results in the payload (`check --results`).
     pub results: bool,
     /// No tool call at all fails, whatever the policy says
     /// (`check --require-calls`).
     pub require_calls: bool,
+    /// Who is calling, for roles, rules and per-caller limits
+    /// (`check --caller C.json`).
+    pub caller: Option<&'a Caller>,
 }
 
 impl Policy {
@@ -42,13 +46,13 @@ impl Policy {
 
     /// Read `bytes` and check them with `options`.
     #[must_use]
-    pub fn check_with(&self, bytes: &[u8], options: CheckOptions) -> Verdict {
+    pub fn check_with(&self, bytes: &[u8], options: CheckOptions<'_>) -> Verdict {
         self.judge(detect_with(bytes, &self.limits), options)
     }
 
     /// Check what [`detect`](crate::detect()) found.
     #[must_use]
-    pub fn judge(&self, detection: Detection, options: CheckOptions) -> Verdict {
+    pub fn judge(&self, detection: Detection, options: CheckOptions<'_>) -> Verdict {
         let Detection {
             calls,
             results,
@@ -67,9 +71,9 @@ impl Policy {
         let mut violations = payload;
         let mut verdicts = Vec::with_capacity(calls.len());
         let mut valid = 0;
-        let mut ids: HashMap<String, usize> = HashMap::new();
+        let mut seen = Seen::default();
         for call in calls {
-            let verdict = self.check_call(call, request.as_ref(), &mut ids);
+            let verdict = self.check_call(call, request.as_ref(), options.caller, &mut seen);
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
@@ -103,7 +107,8 @@ impl Policy {
         &self,
         call: ToolCall,
         request: Option<&RequestTools>,
-        ids: &mut HashMap<String, usize>,
+        caller: Option<&Caller>,
+        seen: &mut Seen,
     ) -> CallVerdict {
         let ToolCall {
             index,
@@ -119,8 +124,9 @@ impl Policy {
             .as_ref()
             .is_some_and(|v| v.code == ViolationCode::Forbidden);
         found.extend(named);
+        found.extend(access::role(&self.access, caller, index, &name));
         if let Some(id) = id.as_deref().filter(|id| !id.is_empty()) {
-            if let Some(first) = ids.get(id) {
+            if let Some(first) = seen.ids.get(id) {
                 found.push(Violation::call(
                     ViolationCode::DuplicateCallId,
                     index,
@@ -128,7 +134,7 @@ impl Policy {
                     format!("tool call '{name}' reuses the call id '{id}' of tool call #{first}"),
                 ));
             } else {
-                ids.insert(id.to_owned(), index);
+                seen.ids.insert(id.to_owned(), index);
             }
         }
         if !forbidden {
@@ -139,6 +145,15 @@ impl Policy {
                 &name,
                 &mut arguments,
                 &mut found,
+            );
+        }
+        if arguments.error().is_none() {
+            access::rules(&self.access, caller, index, &name, &arguments, &mut found);
+        }
+        if found.is_empty() {
+            found.extend(
+                seen.limits
+                    .count(&self.access, caller, index, &name, &arguments),
             );
         }
         CallVerdict {
@@ -191,6 +206,14 @@ impl Policy {
             failures,
         }
     }
+}
+
+/// What earlier calls of the same payload left behind: their ids, and the
+/// rate-limit counts.
+#[derive(Debug, Default)]
+struct Seen {
+    ids: HashMap<String, usize>,
+    limits: access::Counts,
 }
 
 /// Whether a code belongs to the expectations (whose failure lines are

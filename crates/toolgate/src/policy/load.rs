@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::detect::{parse_object, Limits};
+use crate::policy::access::{self, Access};
 use crate::policy::names::NameSet;
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, ToolDecl};
@@ -53,17 +54,6 @@ const LIMIT_KEYS: [&str; 4] = [
 ];
 const GATEWAY_KEYS: [&str; 3] = ["upstream", "on_violation", "max_retries"];
 const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
-
-/// Section 6 keys this version reads but cannot enforce yet: a policy that
-/// sets one is refused, so that no call passes a check that was not made.
-const NOT_YET_ENFORCED: [&str; 6] = [
-    "callers",
-    "roles",
-    "rules",
-    "caller_header",
-    "limits",
-    "limits_backend",
-];
 
 /// Bounds on reading a policy or tools file: generous, but bounded.
 const FILE_LIMITS: Limits = Limits {
@@ -194,17 +184,7 @@ impl Loader<'_> {
                 .section::<AuditSettings>(key, v, &AUDIT_KEYS)
                 .unwrap_or_default();
         }
-        for key in NOT_YET_ENFORCED {
-            if let Some((spelling, _)) = get(key) {
-                self.problem(
-                    spelling,
-                    format!(
-                        "`{key}` (callers, roles, rules and rate limits) is not enforced by this version \
-                         of toolgate; remove it rather than run without the check"
-                    ),
-                );
-            }
-        }
+        policy.access = self.access(&keys);
 
         // Tools: declared inline and in a tools file.
         let mut decls: Vec<(String, ToolDecl)> = Vec::new();
@@ -255,6 +235,45 @@ impl Loader<'_> {
             self.validate_args(&mut policy, key, v);
         }
         policy
+    }
+
+    /// Callers, roles, rules and rate limits (CONTRACT section 6).
+    fn access(&mut self, keys: &HashMap<&'static str, (&str, &Value)>) -> Access {
+        let get = |key: &str| keys.get(key).map(|(spelling, value)| (*spelling, *value));
+        let mut access = Access::default();
+        if let Some((_, v)) = get("callers") {
+            access.callers = access::callers(v, &mut self.problems);
+        }
+        if let Some((key, v)) = get("caller_header") {
+            match v.as_str() {
+                Some(header) if !header.trim().is_empty() => {
+                    access.caller_header = Some(header.to_owned());
+                }
+                _ => self.problem(key, "must be an HTTP header name"),
+            }
+        }
+        if let Some((_, v)) = get("roles") {
+            access.roles = access::roles(v, &mut self.problems);
+        }
+        if let Some((_, v)) = get("rules") {
+            access.rules = access::rules(v, &mut self.problems);
+        }
+        if let Some((_, v)) = get("limits") {
+            access.limits = access::limits(v, &mut self.problems);
+        }
+        if let Some((key, v)) = get("limits_backend") {
+            match v.as_str() {
+                Some(backend)
+                    if backend == "memory"
+                        || backend.starts_with("redis://")
+                        || backend.starts_with("rediss://") =>
+                {
+                    access.limits_backend = Some(backend.to_owned());
+                }
+                _ => self.problem(key, "must be `memory` or a redis:// URL"),
+            }
+        }
+        access
     }
 
     /// Match every top-level key to its canonical name; unknown keys and a

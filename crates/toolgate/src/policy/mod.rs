@@ -6,6 +6,7 @@
 //! every JSON Schema. A loaded `Policy` is valid: checking a call parses
 //! nothing again. [`lint`] reports every problem of a file at once.
 
+pub mod access;
 mod load;
 pub mod names;
 pub mod schema;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use self::access::Access;
 pub(crate) use self::load::declare;
 use self::names::NameSet;
 use self::schema::ArgumentSchema;
@@ -50,6 +52,8 @@ pub struct Policy {
     pub(crate) limits: Limits,
     pub(crate) gateway: GatewaySettings,
     pub(crate) audit: AuditSettings,
+    /// Callers, roles, rules and rate limits (CONTRACT section 6).
+    pub(crate) access: Access,
 }
 
 impl Default for Policy {
@@ -71,6 +75,7 @@ impl Default for Policy {
             limits: Limits::default(),
             gateway: GatewaySettings::default(),
             audit: AuditSettings::default(),
+            access: Access::default(),
         }
     }
 }
@@ -227,6 +232,12 @@ impl Policy {
         &self.audit
     }
 
+    /// Callers, roles, rules and rate limits.
+    #[must_use]
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
     /// The names of the declared tools, in order of declaration.
     #[must_use]
     pub fn declared_tools(&self) -> &[String] {
@@ -335,3 +346,13 @@ impl fmt::Display for PolicyError {
 }
 
 impl std::error::Error for PolicyError {}
+
+#[cfg(test)]
+mod tests {
+    /// A compiled policy is shared by threads (eval) and requests (serve).
+    #[test]
+    fn a_policy_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Policy>();
+    }
+}

@@ -1,0 +1,321 @@
+//! Who may call what (CONTRACT section 6): callers, roles, CEL rules on the
+//! arguments, and per-tool rate limits. Rules are compiled at load; a rule
+//! that names a variable other than `args`, `tool` and `caller` can never
+//! hold, so it is a load problem.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::policy::names::NameSet;
+use crate::policy::Problem;
+
+/// One configured caller. Its API key is never stored, only its SHA-256.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallerEntry {
+    pub id: String,
+    pub key_sha256: Option<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub attributes: Map<String, Value>,
+}
+
+/// What a role allows and forbids. `*` allows (or forbids) every tool.
+#[derive(Debug, Clone, Default)]
+pub struct Role {
+    pub(crate) allow: Vec<String>,
+    pub(crate) forbid: NameSet,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleText {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    forbid: Vec<String>,
+}
+
+/// A CEL rule that must hold for calls of `tool` (`*`: every tool).
+#[derive(Debug)]
+pub struct Rule {
+    pub(crate) tool: String,
+    pub(crate) when: String,
+    pub(crate) message: Option<String>,
+    pub(crate) program: cel::Program,
+    /// The first `args.<name>` the rule reads: the argument a violation names.
+    pub(crate) argument: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleText {
+    tool: String,
+    when: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// What a rate limit counts by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitKey {
+    Caller,
+    Global,
+    /// The value of one argument.
+    Argument(String),
+}
+
+/// At most `max` calls of `tool` (`*`: every tool) `per` window, `by` key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimit {
+    pub tool: String,
+    pub max: u64,
+    pub per: Duration,
+    pub by: LimitKey,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitText {
+    tool: String,
+    max: u64,
+    per: String,
+    #[serde(default)]
+    by: Option<String>,
+}
+
+/// Section 6 of a policy, compiled.
+#[derive(Debug, Default)]
+pub struct Access {
+    pub callers: Vec<CallerEntry>,
+    pub caller_header: Option<String>,
+    pub(crate) roles: HashMap<String, Role>,
+    pub(crate) rules: Vec<Rule>,
+    pub limits: Vec<RateLimit>,
+    /// `memory` (the default) or a `redis://` URL.
+    pub limits_backend: Option<String>,
+}
+
+impl Access {
+    /// Whether roles are configured (then every call needs a caller).
+    #[must_use]
+    pub fn has_roles(&self) -> bool {
+        !self.roles.is_empty()
+    }
+}
+
+/// The variables a rule may read.
+const RULE_VARIABLES: [&str; 3] = ["args", "tool", "caller"];
+
+pub(crate) fn callers(value: &Value, problems: &mut Vec<Problem>) -> Vec<CallerEntry> {
+    let parsed: Vec<CallerEntry> = typed("callers", value, problems).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    for (at, caller) in parsed.iter().enumerate() {
+        let path = format!("callers[{at}]");
+        if !seen.insert(caller.id.as_str()) {
+            problems.push(Problem::new(
+                &path,
+                format!("caller '{}' is listed twice", caller.id),
+            ));
+        }
+        if let Some(hash) = &caller.key_sha256 {
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                problems.push(Problem::new(
+                    &format!("{path}.key_sha256"),
+                    "must be the SHA-256 of the key, as 64 hex digits (never the key itself)",
+                ));
+            }
+        }
+    }
+    parsed
+}
+
+pub(crate) fn roles(value: &Value, problems: &mut Vec<Problem>) -> HashMap<String, Role> {
+    let parsed: HashMap<String, RoleText> = typed("roles", value, problems).unwrap_or_default();
+    parsed
+        .into_iter()
+        .map(|(name, role)| {
+            let forbid = NameSet::new(role.forbid.iter().map(String::as_str));
+            (
+                name,
+                Role {
+                    allow: role.allow,
+                    forbid,
+                },
+            )
+        })
+        .collect()
+}
+
+pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
+    let parsed: Vec<RuleText> = typed("rules", value, problems).unwrap_or_default();
+    let mut rules = Vec::with_capacity(parsed.len());
+    for (at, rule) in parsed.into_iter().enumerate() {
+        let path = format!("rules[{at}].when");
+        let program = match cel::Program::compile(&rule.when) {
+            Ok(program) => program,
+            Err(err) => {
+                let first = err.to_string();
+                let first = first.lines().next().unwrap_or_default().to_owned();
+                problems.push(Problem::new(
+                    &path,
+                    format!("not a valid CEL expression: {first}"),
+                ));
+                continue;
+            }
+        };
+        let references = program.references();
+        for variable in references.variables() {
+            if !RULE_VARIABLES.contains(&variable) {
+                problems.push(Problem::new(
+                    &path,
+                    format!("the rule reads `{variable}`, which is unknown; a rule sees `args`, `tool` and `caller`"),
+                ));
+            }
+        }
+        let argument = first_argument(&rule.when);
+        rules.push(Rule {
+            tool: rule.tool,
+            when: rule.when,
+            message: rule.message,
+            program,
+            argument,
+        });
+    }
+    rules
+}
+
+/// The first `args.<name>` (or `args["name"]`) in a rule's text.
+fn first_argument(when: &str) -> Option<String> {
+    let at = when.find("args")?;
+    let rest = &when[at + 4..];
+    if let Some(field) = rest.strip_prefix('.') {
+        let name: String = field
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        return (!name.is_empty()).then_some(name);
+    }
+    let quoted = rest
+        .strip_prefix("[\"")
+        .or_else(|| rest.strip_prefix("['"))?;
+    let end = quoted.find(['"', '\''])?;
+    Some(quoted[..end].to_owned())
+}
+
+pub(crate) fn limits(value: &Value, problems: &mut Vec<Problem>) -> Vec<RateLimit> {
+    let parsed: Vec<LimitText> = typed("limits", value, problems).unwrap_or_default();
+    let mut limits = Vec::with_capacity(parsed.len());
+    for (at, limit) in parsed.into_iter().enumerate() {
+        let path = format!("limits[{at}]");
+        let Some(per) = window(&limit.per) else {
+            problems.push(Problem::new(
+                &format!("{path}.per"),
+                "must be a window such as 30s, 1m, 1h or 1d",
+            ));
+            continue;
+        };
+        let by = match limit.by.as_deref() {
+            None | Some("caller") => LimitKey::Caller,
+            Some("global") => LimitKey::Global,
+            Some(other) => match other.strip_prefix("arg:") {
+                Some(name) if !name.is_empty() => LimitKey::Argument(name.to_owned()),
+                _ => {
+                    problems.push(Problem::new(
+                        &format!("{path}.by"),
+                        format!("unknown `{other}`; use caller, global or arg:<name>"),
+                    ));
+                    continue;
+                }
+            },
+        };
+        if limit.max == 0 {
+            problems.push(Problem::new(
+                &format!("{path}.max"),
+                "must be 1 or more (forbid the tool instead)",
+            ));
+        }
+        limits.push(RateLimit {
+            tool: limit.tool,
+            max: limit.max,
+            per,
+            by,
+        });
+    }
+    limits
+}
+
+/// `30s`, `1m`, `2h`, `1d` (a bare number is seconds).
+fn window(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok().filter(|&n| n > 0)?;
+    let seconds = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return None,
+    };
+    Some(Duration::from_secs(n.checked_mul(seconds)?))
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    key: &str,
+    value: &Value,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    match serde_json::from_value(value.clone()) {
+        Ok(parsed) => Some(parsed),
+        Err(err) => {
+            problems.push(Problem::new(key, err.to_string()));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn windows_and_arguments() {
+        assert_eq!(window("1m"), Some(Duration::from_secs(60)));
+        assert_eq!(window("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(window("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(window("0m"), None);
+        assert_eq!(window("1w"), None);
+        assert_eq!(
+            first_argument("args.customer_id in caller.customer_ids").as_deref(),
+            Some("customer_id")
+        );
+        assert_eq!(
+            first_argument("args['amount'] < 100").as_deref(),
+            Some("amount")
+        );
+        assert_eq!(first_argument("tool == 'x'"), None);
+    }
+
+    #[test]
+    fn unknown_variables_and_bad_rules_are_problems() {
+        let mut problems = Vec::new();
+        let rules = rules(
+            &json!([{"tool": "a", "when": "request.size < 3"}, {"tool": "b", "when": "args.x <"},
+                    {"tool": "c", "when": "args.x in caller.ids"}]),
+            &mut problems,
+        );
+        assert_eq!(rules.len(), 2);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].message.contains("`request`"));
+        assert!(problems[1].message.contains("not a valid CEL expression"));
+    }
+}
