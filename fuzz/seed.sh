@@ -17,3 +17,25 @@ while read -r file; do
   # Eight cuts of 7, 1, 13, 2, 64, 3, 5 and 31 bytes.
   { printf "$cut"; printf '\007\001\015\002\100\003\005\037'; cat "$file"; } > "corpus/sse/cut-$name"
 done
+
+# The policy target reads policy text: seed it with the example policies and
+# every policy of the conformance suite.
+mkdir -p corpus/policy
+find ../examples -type f \( -name '*.yaml' -o -name '*.json' \) -name 'policy*' |
+while read -r file; do
+  cp "$file" "corpus/policy/$(echo "$file" | tr '/' '_')"
+done
+python3 - <<'PY'
+import json, pathlib, re
+for path in sorted(pathlib.Path("../tests/conformance").glob("*.yaml")):
+    text = path.read_text()
+    # Each case's policy block, as written (flow mappings are valid YAML).
+    for n, m in enumerate(re.finditer(r"^  policy:(.*(?:\n    .*)*)", text, re.M)):
+        body = m.group(1)
+        block = body.strip() if body.strip() else ""
+        out = pathlib.Path("corpus/policy") / f"{path.stem}-{n}.yaml"
+        if block.startswith("{") or block.startswith('"') or block.startswith("'"):
+            out.write_text(block + "\n")
+        else:
+            out.write_text("\n".join(line[4:] for line in body.splitlines()[1:]) + "\n")
+PY

@@ -1,3 +1,4 @@
+mod check;
 mod conformance;
 mod detect;
 mod fixtures;

@@ -1,0 +1,138 @@
+//! Properties of the check: the fast paths agree with the detailed ones, and
+//! every verdict keeps its promises whatever the input.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use toolgate::policy::schema::ArgumentSchema;
+use toolgate::{CheckOptions, Policy};
+
+/// JSON values of the kinds tool arguments hold.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|n| json!(n)),
+        "[a-z@.:/0-9 -]{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("a@example.com"),
+            Just("2024-05-01"),
+            Just("2024-05-01T10:00:00Z"),
+            Just("https://x.io")
+        ]
+        .prop_map(|s| Value::String(s.to_owned())),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn schemas() -> Vec<ArgumentSchema> {
+    [
+        json!({"type": "object", "required": ["city"], "properties": {
+            "city": {"type": "string", "minLength": 1},
+            "unit": {"enum": ["c", "f"]},
+            "when": {"type": "string", "format": "date-time"},
+            "mail": {"type": "string", "format": "email"},
+            "n": {"type": "integer", "minimum": 0, "maximum": 100},
+            "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}},
+            "additionalProperties": false}),
+        json!({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+            "b": {"not": {"type": "null"}}, "c": {"$ref": "#/$defs/c"}},
+            "$defs": {"c": {"type": "object", "properties": {"d": {"pattern": "^[a-z]+$"}}}},
+            "patternProperties": {"^x": {"type": "boolean"}}}),
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "dependencies": {"a": ["b"]}, "if": {"required": ["c"]}, "then": {"required": ["d"]}}),
+    ]
+    .iter()
+    .map(|schema| ArgumentSchema::compile(schema, true).unwrap())
+    .collect()
+}
+
+const POLICY: &str = r#"
+tools:
+  - type: function
+    function:
+      name: get_weather
+      parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+  - {type: function, function: {name: ping}}
+allowed_functions: [get_weather, ping, search]
+forbidden: [delete_user]
+required_params: {search: [query]}
+expected: [get_weather]
+order: [get_weather, search]
+max_tools: 3
+validate_args: {get_weather: {city: Paris}}
+normalize: {strip_empty_values: true, strip_placeholder_strings: true}
+rules:
+  - {tool: search, when: "size(args.query) < 50"}
+limits:
+  - {tool: "*", max: 2, per: 1m, by: global}
+"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    /// `passes` (no detail) and `failures` (every detail) agree.
+    #[test]
+    fn schema_fast_path_agrees_with_the_detailed_path(value in json_value()) {
+        for schema in schemas() {
+            prop_assert_eq!(schema.passes(&value), schema.failures(&value).is_empty());
+        }
+    }
+
+    /// Whatever the calls, the verdict keeps its promises.
+    #[test]
+    fn verdicts_keep_their_promises(
+        calls in proptest::collection::vec(
+            (prop_oneof![Just("get_weather"), Just("ping"), Just("search"), Just("Delete_User"), Just("x")],
+             json_value()),
+            0..6)
+    ) {
+        let policy = Policy::from_text(POLICY, None).unwrap();
+        let payload: Vec<Value> = calls
+            .iter()
+            .map(|(name, args)| json!({"name": name, "arguments": args}))
+            .collect();
+        let bytes = serde_json::to_vec(&payload).unwrap();
+        let verdict = policy.check_with(&bytes, CheckOptions { results: true, ..CheckOptions::default() });
+        prop_assert_eq!(verdict.passed, verdict.violations.is_empty());
+        prop_assert!((0.0..=1.0).contains(&verdict.score));
+        prop_assert_eq!(verdict.passed, verdict.failures.is_empty());
+        for call in &verdict.calls {
+            prop_assert_eq!(call.valid, call.violations.is_empty());
+            for violation in &call.violations {
+                prop_assert!(verdict.violations.contains(violation));
+            }
+        }
+        if verdict.passed {
+            prop_assert!((verdict.score - 1.0).abs() < f64::EPSILON);
+        }
+        // What was checked is what the verdict reports as executing: checking
+        // the reported arguments again finds no new argument problem.
+        // Normalizing is idempotent: the reported arguments, checked again,
+        // come back unchanged.
+        let readable: Vec<_> = verdict.calls.iter().filter(|c| c.arguments.as_object().is_some()).collect();
+        let again: Vec<Value> = readable
+            .iter()
+            .map(|c| json!({"name": c.name, "arguments": serde_json::to_value(&c.arguments).unwrap()}))
+            .collect();
+        let second = policy.check(&serde_json::to_vec(&again).unwrap());
+        prop_assert_eq!(readable.len(), second.calls.len());
+        for (first, second) in readable.iter().zip(&second.calls) {
+            prop_assert_eq!(&first.arguments, &second.arguments);
+        }
+    }
+
+    /// Any bytes give a verdict, never a panic.
+    #[test]
+    fn check_never_panics(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+        let policy = Policy::from_text(POLICY, None).unwrap();
+        let verdict = policy.check(&body);
+        prop_assert_eq!(verdict.passed, verdict.violations.is_empty());
+    }
+}
