@@ -1,6 +1,30 @@
 //! toolgate's core: read tool calls and tool results from any wire format,
 //! then check them against a policy. Synchronous, no I/O.
 //!
+//! [`detect()`] turns bytes into a [`Detection`] (calls, results,
+//! violations); a [`Policy`], compiled once, turns a detection into a
+//! [`Verdict`]; [`Policy::check`] does both.
+//!
+//! ```
+//! use toolgate::Policy;
+//!
+//! let policy = Policy::from_text(r#"
+//! tools:
+//!   - type: function
+//!     function:
+//!       name: get_weather
+//!       parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+//! expected: [get_weather]
+//! "#, None).unwrap();
+//! let verdict = policy.check(br#"[{"name": "get_weather", "arguments": {"town": "Paris"}}]"#);
+//! assert!(!verdict.passed);
+//! assert_eq!(verdict.violations[0].code.as_str(), "schema_violation");
+//! assert_eq!(verdict.violations[0].path.as_deref(), Some("/city"));
+//! assert_eq!(verdict.failures, [
+//!     "arguments for tool 'get_weather' do not match its schema: 'city' is a required property",
+//! ]);
+//! ```
+//!
 //! ```
 //! use toolgate::{detect, Format};
 //!
