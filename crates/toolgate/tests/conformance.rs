@@ -57,6 +57,9 @@ struct Expect {
     /// `failures`, exactly.
     #[serde(default)]
     failures: Option<Vec<String>>,
+    /// The `message` of each violation, in order.
+    #[serde(default)]
+    messages: Option<Vec<String>>,
     #[serde(default)]
     reasoning: Option<String>,
     /// The `path` of each violation, in order.
@@ -185,6 +188,12 @@ fn mismatches(case: &Case) -> Vec<String> {
         expect.reasoning.as_ref(),
         &verdict.reasoning,
     );
+    let messages: Vec<String> = verdict
+        .violations
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    compare(&mut wrong, "messages", expect.messages.as_ref(), &messages);
     let paths: Vec<Option<String>> = verdict.violations.iter().map(|v| v.path.clone()).collect();
     compare(&mut wrong, "paths", expect.paths.as_ref(), &paths);
     let arguments: Vec<Value> = json["calls"]

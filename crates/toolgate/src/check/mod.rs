@@ -180,7 +180,7 @@ impl Policy {
         let mut failures: Vec<String> = violations
             .iter()
             .filter(|v| !is_expectation(v.code))
-            .map(|v| v.message.clone())
+            .map(|v| failure_line(v).to_owned())
             .collect();
         failures.extend(expectation_failures);
         let passed = violations.is_empty();
@@ -214,6 +214,18 @@ impl Policy {
 struct Seen {
     ids: HashMap<String, usize>,
     limits: access::Counts,
+}
+
+/// A violation's line in `failures`: its message, in the contract's wording
+/// (a `not_allowed` suggestion stays in the violation's message only).
+fn failure_line(violation: &Violation) -> &str {
+    match violation.code {
+        ViolationCode::NotAllowed => violation
+            .message
+            .split_once(name::SUGGESTION)
+            .map_or(violation.message.as_str(), |(line, _)| line),
+        _ => &violation.message,
+    }
 }
 
 /// Whether a code belongs to the expectations (whose failure lines are

@@ -6,6 +6,10 @@ use crate::policy::names::NameSet;
 use crate::policy::Policy;
 use crate::verdict::{Violation, ViolationCode};
 
+/// Where a `not_allowed` message turns from the contract's failure wording
+/// (`tool call 'x' is not an allowed tool`) to the suggestion for the model.
+pub(crate) const SUGGESTION: &str = " (closest allowed tool: ";
+
 /// The fast path: a name the policy lists exactly and that looks like no
 /// forbidden name, or any name when nothing restricts names.
 fn passes(policy: &Policy, declared: Option<&NameSet>, name: &str) -> bool {
@@ -60,7 +64,7 @@ pub(crate) fn violation(
     }
     let message = match list.closest(name) {
         Some(closest) => {
-            format!("tool call '{name}' is not an allowed tool (closest allowed tool: '{closest}')")
+            format!("tool call '{name}' is not an allowed tool{SUGGESTION}'{closest}')")
         }
         None => format!("tool call '{name}' is not an allowed tool (no tool is allowed)"),
     };
