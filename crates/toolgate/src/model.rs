@@ -150,6 +150,9 @@ pub enum ArgumentErrorReason {
     ByteOrderMark,
     /// `NaN`, `Infinity` or `-Infinity`, which JSON does not allow.
     NonFiniteNumber,
+    /// An integer literal past 64 bits, which a float would round: what is
+    /// checked would not be what an exact executor reads.
+    ImpreciseNumber,
     /// A `\uD800`-`\uDFFF` escape without its pair.
     LoneSurrogate,
     /// The same key twice in one object.

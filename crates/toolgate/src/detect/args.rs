@@ -7,6 +7,7 @@
 //! refuses duplicate keys and excess depth, and classifies every failure into
 //! a stable [`ArgumentErrorReason`].
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
@@ -56,13 +57,21 @@ pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, A
         ));
     }
     let mut de = serde_json::Deserializer::from_str(text);
+    let large = Cell::new(false);
     let seed = StrictValue {
         depth_left: limits.max_depth,
+        large: &large,
     };
     let value = seed
         .deserialize(&mut de)
         .and_then(|value| de.end().map(|()| value))
         .map_err(|err| classify(text, &err, limits))?;
+    if large.get() && has_inexact_integer(text) {
+        return Err(error(
+            ArgumentErrorReason::ImpreciseNumber,
+            "arguments hold an integer too large to check exactly (beyond 64 bits)",
+        ));
+    }
     match value {
         Value::Object(map) => Ok(map),
         other => Err(error(
@@ -83,6 +92,7 @@ pub(crate) fn error(reason: ArgumentErrorReason, message: impl Into<String>) -> 
         | ArgumentErrorReason::NotObject
         | ArgumentErrorReason::ByteOrderMark
         | ArgumentErrorReason::NonFiniteNumber
+        | ArgumentErrorReason::ImpreciseNumber
         | ArgumentErrorReason::LoneSurrogate
         | ArgumentErrorReason::TrailingCharacters
         | ArgumentErrorReason::Incomplete
@@ -93,6 +103,41 @@ pub(crate) fn error(reason: ArgumentErrorReason, message: impl Into<String>) -> 
         reason,
         message: message.into(),
     }
+}
+
+/// Whether `text` (valid JSON) holds an integer literal, outside strings,
+/// that no 64-bit integer holds: read as a float, it would be rounded, and
+/// what is checked would differ from what an exact executor reads.
+fn has_inexact_integer(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut in_string = false;
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if in_string {
+            match byte {
+                b'\\' => at += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else if byte == b'"' {
+            in_string = true;
+        } else if byte == b'-' || byte.is_ascii_digit() {
+            let start = at;
+            at += 1;
+            while at < bytes.len() && bytes[at].is_ascii_digit() {
+                at += 1;
+            }
+            let integral = !matches!(bytes.get(at), Some(b'.' | b'e' | b'E'));
+            let literal = &text[start..at];
+            if integral && literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
+                return true;
+            }
+            continue;
+        }
+        at += 1;
+    }
+    false
 }
 
 /// The JSON type name of a value, for messages.
@@ -209,11 +254,14 @@ fn clip(key: &str) -> String {
 }
 
 /// Builds a `Value`, refusing duplicate keys and nesting past a depth.
-struct StrictValue {
+struct StrictValue<'c> {
     depth_left: usize,
+    /// Set when a number came as a float with an integral value past 64
+    /// bits: it may have been written as an integer that a float rounds.
+    large: &'c Cell<bool>,
 }
 
-impl<'de> DeserializeSeed<'de> for StrictValue {
+impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
     type Value = Value;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
@@ -221,7 +269,7 @@ impl<'de> DeserializeSeed<'de> for StrictValue {
     }
 }
 
-impl<'de> Visitor<'de> for StrictValue {
+impl<'de> Visitor<'de> for StrictValue<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -241,6 +289,10 @@ impl<'de> Visitor<'de> for StrictValue {
     }
 
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        // 2^63: below it, integers came to visit_i64 or visit_u64.
+        if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
+            self.large.set(true);
+        }
         Number::from_f64(v)
             .map(Value::Number)
             .ok_or_else(|| E::custom("number out of range"))
@@ -265,7 +317,10 @@ impl<'de> Visitor<'de> for StrictValue {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let depth_left = self.enter::<A::Error>()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-        while let Some(item) = seq.next_element_seed(StrictValue { depth_left })? {
+        while let Some(item) = seq.next_element_seed(StrictValue {
+            depth_left,
+            large: self.large,
+        })? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -275,7 +330,10 @@ impl<'de> Visitor<'de> for StrictValue {
         let depth_left = self.enter::<A::Error>()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            let value = access.next_value_seed(StrictValue { depth_left })?;
+            let value = access.next_value_seed(StrictValue {
+                depth_left,
+                large: self.large,
+            })?;
             match map.entry(key) {
                 Entry::Vacant(slot) => {
                     slot.insert(value);
@@ -290,7 +348,7 @@ impl<'de> Visitor<'de> for StrictValue {
     }
 }
 
-impl StrictValue {
+impl StrictValue<'_> {
     fn enter<E: serde::de::Error>(&self) -> Result<usize, E> {
         self.depth_left
             .checked_sub(1)
