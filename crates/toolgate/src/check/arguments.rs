@@ -3,8 +3,7 @@
 //! `required_params` entry present, and valid against every JSON Schema the
 //! policy holds for the tool.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::check::normalize;
@@ -17,7 +16,7 @@ use crate::verdict::{Violation, ViolationCode};
 /// beside the policy.
 pub(crate) fn check(
     policy: &Policy,
-    request: Option<&HashMap<String, ToolSpec>>,
+    request: Option<&FxHashMap<String, ToolSpec>>,
     call: usize,
     name: &str,
     arguments: &mut Arguments,

@@ -4,8 +4,7 @@
 //! not JSON Schema, a name declared twice) is `invalid_tool_schema`, and the
 //! whole payload fails: its calls cannot be checked against it.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::policy::names::NameSet;
@@ -19,7 +18,7 @@ const MAX_DECLARED: usize = 512;
 #[derive(Debug, Default)]
 pub(crate) struct RequestTools {
     /// What the request says about each tool it declares.
-    pub(crate) specs: HashMap<String, ToolSpec>,
+    pub(crate) specs: FxHashMap<String, ToolSpec>,
     /// The names the policy declares, and those the request declares.
     pub(crate) names: NameSet,
 }
@@ -44,7 +43,7 @@ impl RequestTools {
             }
         }
         let mut own = NameSet::default();
-        let mut specs = HashMap::new();
+        let mut specs = FxHashMap::default();
         declare(
             &mut specs,
             &mut own,

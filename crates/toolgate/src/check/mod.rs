@@ -14,7 +14,7 @@ mod normalize;
 mod results;
 mod score;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use self::declared::RequestTools;
 pub(crate) use self::name::safe_names;
@@ -71,9 +71,11 @@ impl Policy {
         let mut violations = payload;
         let mut verdicts = Vec::with_capacity(calls.len());
         let mut valid = 0;
-        let mut seen = Seen::default();
-        for call in calls {
-            let verdict = self.check_call(call, request.as_ref(), options.caller, &mut seen);
+        let reused = reused_ids(&calls);
+        let mut limits = access::Counts::default();
+        for (call, reuses) in calls.into_iter().zip(reused) {
+            let verdict =
+                self.check_call(call, reuses, request.as_ref(), options.caller, &mut limits);
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
@@ -106,9 +108,10 @@ impl Policy {
     fn check_call(
         &self,
         call: ToolCall,
+        reuses: Option<usize>,
         request: Option<&RequestTools>,
         caller: Option<&Caller>,
-        seen: &mut Seen,
+        limits: &mut access::Counts,
     ) -> CallVerdict {
         let ToolCall {
             index,
@@ -125,17 +128,13 @@ impl Policy {
             .is_some_and(|v| v.code == ViolationCode::Forbidden);
         found.extend(named);
         found.extend(access::role(&self.access, caller, index, &name));
-        if let Some(id) = id.as_deref().filter(|id| !id.is_empty()) {
-            if let Some(first) = seen.ids.get(id) {
-                found.push(Violation::call(
-                    ViolationCode::DuplicateCallId,
-                    index,
-                    &name,
-                    format!("tool call '{name}' reuses the call id '{id}' of tool call #{first}"),
-                ));
-            } else {
-                seen.ids.insert(id.to_owned(), index);
-            }
+        if let (Some(first), Some(id)) = (reuses, id.as_deref()) {
+            found.push(Violation::call(
+                ViolationCode::DuplicateCallId,
+                index,
+                &name,
+                format!("tool call '{name}' reuses the call id '{id}' of tool call #{first}"),
+            ));
         }
         if !forbidden {
             arguments::check(
@@ -151,10 +150,7 @@ impl Policy {
             access::rules(&self.access, caller, index, &name, &arguments, &mut found);
         }
         if found.is_empty() {
-            found.extend(
-                seen.limits
-                    .count(&self.access, caller, index, &name, &arguments),
-            );
+            found.extend(limits.count(&self.access, caller, index, &name, &arguments));
         }
         CallVerdict {
             index,
@@ -208,12 +204,39 @@ impl Policy {
     }
 }
 
-/// What earlier calls of the same payload left behind: their ids, and the
-/// rate-limit counts.
-#[derive(Debug, Default)]
-struct Seen {
-    ids: HashMap<String, usize>,
-    limits: access::Counts,
+/// For each call, the earlier call whose (non-empty) id it reuses. A plain
+/// scan for the few calls a payload usually holds; a table past that.
+fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
+    fn id(call: &ToolCall) -> Option<&str> {
+        call.id.as_deref().filter(|id| !id.is_empty())
+    }
+    if calls.len() <= 32 {
+        return calls
+            .iter()
+            .enumerate()
+            .map(|(at, call)| {
+                let mine = id(call)?;
+                calls[..at]
+                    .iter()
+                    .find(|earlier| id(earlier) == Some(mine))
+                    .map(|earlier| earlier.index)
+            })
+            .collect();
+    }
+    let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+    calls
+        .iter()
+        .map(|call| {
+            let mine = id(call)?;
+            match first.entry(mine) {
+                std::collections::hash_map::Entry::Occupied(seen) => Some(*seen.get()),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(call.index);
+                    None
+                }
+            }
+        })
+        .collect()
 }
 
 /// A violation's line in `failures`: its message, in the contract's wording
@@ -260,5 +283,25 @@ fn is_expectation(code: ViolationCode) -> bool {
         | ViolationCode::ResultMissingName
         | ViolationCode::ResultBadContent
         | ViolationCode::ResultMissing => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reused_ids;
+    use crate::detect;
+
+    #[test]
+    fn reused_ids_with_few_and_many_calls() {
+        for n in [3, 40] {
+            let calls: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"id":"c{}","name":"t","arguments":{{}}}}"#, i % (n - 1)))
+                .collect();
+            let found = detect(format!("[{}]", calls.join(",")).as_bytes());
+            let reused = reused_ids(&found.calls);
+            assert_eq!(reused.len(), n);
+            assert_eq!(reused[n - 1], Some(0), "{n} calls");
+            assert!(reused[..n - 1].iter().all(Option::is_none), "{n} calls");
+        }
     }
 }

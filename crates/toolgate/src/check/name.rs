@@ -87,7 +87,7 @@ fn allowlist(policy: &Policy) -> Option<&NameSet> {
 
 /// The names that pass on sight: listed exactly, and not a look-alike of a
 /// forbidden name. Computed once when the policy is compiled.
-pub(crate) fn safe_names(policy: &Policy) -> std::collections::HashSet<String> {
+pub(crate) fn safe_names(policy: &Policy) -> rustc_hash::FxHashSet<String> {
     allowlist(policy)
         .map(|list| {
             list.names()

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -512,7 +513,7 @@ impl Loader<'_> {
 /// Add declared tools to `tools` and `declared`, compiling their schemas.
 /// Shared by policy loading and by tools a request declares.
 pub(crate) fn declare(
-    tools: &mut HashMap<String, ToolSpec>,
+    tools: &mut FxHashMap<String, ToolSpec>,
     declared: &mut NameSet,
     decls: Vec<(String, ToolDecl)>,
     validate_formats: bool,

@@ -12,7 +12,7 @@ pub mod names;
 pub mod schema;
 pub mod tools;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -32,14 +32,14 @@ use crate::detect::Limits;
 #[derive(Debug)]
 pub struct Policy {
     /// Per tool name: its declaration, schemas and required parameters.
-    pub(crate) tools: HashMap<String, ToolSpec>,
+    pub(crate) tools: FxHashMap<String, ToolSpec>,
     /// Names of the declared tools (and the names hosted tools are called by).
     pub(crate) declared: NameSet,
     /// `allowed_functions`, when set.
     pub(crate) allowed: Option<NameSet>,
     pub(crate) forbidden: NameSet,
     /// Names that pass the name check on sight (see `check::name`).
-    pub(crate) safe_names: HashSet<String>,
+    pub(crate) safe_names: FxHashSet<String>,
     pub(crate) expected: Vec<String>,
     pub(crate) order: Vec<String>,
     pub(crate) min_tools: Option<usize>,
@@ -59,11 +59,11 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Policy {
-            tools: HashMap::new(),
+            tools: FxHashMap::default(),
             declared: NameSet::default(),
             allowed: None,
             forbidden: NameSet::default(),
-            safe_names: HashSet::new(),
+            safe_names: FxHashSet::default(),
             expected: Vec::new(),
             order: Vec::new(),
             min_tools: None,

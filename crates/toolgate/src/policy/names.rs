@@ -4,7 +4,7 @@
 //! recognised as that name, so it can never slip past `forbidden` and a
 //! model is told which tool it meant.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The key two names share when they differ only in ways a reader (or an
 /// executor that normalises names) would not see: trimmed, invisible and
@@ -44,9 +44,11 @@ fn is_invisible(c: char) -> bool {
 /// look-alike detection and suggestions.
 #[derive(Debug, Clone, Default)]
 pub struct NameSet {
-    exact: HashMap<String, usize>,
-    folded: HashMap<String, usize>,
+    exact: FxHashMap<String, usize>,
+    folded: FxHashMap<String, usize>,
     names: Vec<String>,
+    /// `fold` of each name, in the order of `names`.
+    folds: Vec<String>,
 }
 
 impl NameSet {
@@ -63,9 +65,11 @@ impl NameSet {
             return;
         }
         let at = self.names.len();
+        let folded = fold(name);
         self.names.push(name.to_owned());
         self.exact.insert(name.to_owned(), at);
-        self.folded.entry(fold(name)).or_insert(at);
+        self.folded.entry(folded.clone()).or_insert(at);
+        self.folds.push(folded);
     }
 
     #[must_use]
@@ -92,29 +96,32 @@ impl NameSet {
         if self.names.is_empty() {
             return None;
         }
-        self.folded
-            .get(&fold(name))
-            .map(|&at| self.names[at].as_str())
+        self.by_fold(&fold(name))
+    }
+
+    fn by_fold(&self, folded: &str) -> Option<&str> {
+        self.folded.get(folded).map(|&at| self.names[at].as_str())
     }
 
     /// The listed name closest to `name`: its look-alike if there is one,
-    /// else the one at the smallest edit distance of the folded forms.
+    /// else the one at the smallest edit distance of the folded forms. The
+    /// input is folded once and compared on its first 64 characters, so an
+    /// unknown name costs little whatever its length.
     #[must_use]
     pub fn closest(&self, name: &str) -> Option<&str> {
-        if let Some(found) = self.matching(name) {
+        if let Some(&at) = self.exact.get(name) {
+            return Some(&self.names[at]);
+        }
+        let folded: String = fold(name).chars().take(64).collect();
+        if let Some(found) = self.by_fold(&folded) {
             return Some(found);
         }
-        let folded = fold(name);
-        self.names
+        self.folds
             .iter()
-            .map(|candidate| {
-                (
-                    strsim::damerau_levenshtein(&folded, &fold(candidate)),
-                    candidate,
-                )
-            })
+            .zip(&self.names)
+            .map(|(candidate, name)| (strsim::osa_distance(&folded, candidate), name))
             .min_by_key(|(distance, _)| *distance)
-            .map(|(_, candidate)| candidate.as_str())
+            .map(|(_, name)| name.as_str())
     }
 }
 
