@@ -376,8 +376,8 @@ def defective_call(kind, v):
         key, bad = v.pick(TABLES[kind][tool])
         args = arguments(tool, v)
         args[key] = bad
-        # JSON Schema reports an extra property at the object that holds it.
-        return tool, compact(args), tool, "" if kind == "extra_property" else "/" + key
+        # An extra property is reported at the property itself.
+        return tool, compact(args), tool, "/" + key
     tool = v.pick(WITH_ARGS)
     args = arguments(tool, v)
     if kind == "unknown_tool":

@@ -111,6 +111,17 @@ fn failure(err: &ValidationError<'_>) -> SchemaFailure {
         };
     }
     let message = rule(err.kind(), &subject(&path));
+    // One property too many: point at it, not at the object holding it.
+    if let ValidationErrorKind::AdditionalProperties { unexpected }
+    | ValidationErrorKind::UnevaluatedProperties { unexpected } = err.kind()
+    {
+        if let [one] = unexpected.as_slice() {
+            return SchemaFailure {
+                path: format!("{path}/{}", one.replace('~', "~0").replace('/', "~1")),
+                message,
+            };
+        }
+    }
     SchemaFailure { path, message }
 }
 
