@@ -3,8 +3,7 @@
 //! name where it carries one, and content the format allows; and no call is
 //! left without a result when the conversation moves on.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::model::{CallKind, Format, ToolCall, ToolResult};
@@ -12,13 +11,18 @@ use crate::verdict::{Violation, ViolationCode};
 
 pub(crate) fn check(calls: &[ToolCall], results: &[ToolResult]) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut by_id: HashMap<&str, &ToolCall> = HashMap::new();
+    let mut by_id: FxHashMap<&str, &ToolCall> = FxHashMap::default();
     for call in calls {
         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
             by_id.entry(id).or_insert(call);
         }
     }
-    let mut answered: HashMap<&str, usize> = HashMap::new();
+    // The first turn each tool was called in: Gemini links results by name.
+    let mut first_turn: FxHashMap<&str, usize> = FxHashMap::default();
+    for call in calls {
+        first_turn.entry(call.name.as_str()).or_insert(call.turn);
+    }
+    let mut answered: FxHashMap<&str, usize> = FxHashMap::default();
     for result in results {
         let at = result.index;
         let named = result
@@ -48,7 +52,7 @@ pub(crate) fn check(calls: &[ToolCall], results: &[ToolResult]) -> Vec<Violation
             None if result.format == Format::Gemini => {
                 // Gemini links results to calls by name.
                 if let Some(name) = named {
-                    if !calls.iter().any(|c| c.name == name && c.turn < result.turn) {
+                    if first_turn.get(name).is_none_or(|&turn| turn >= result.turn) {
                         push(
                             &mut out,
                             ViolationCode::ResultUnknownCallId,
@@ -109,30 +113,35 @@ pub(crate) fn check(calls: &[ToolCall], results: &[ToolResult]) -> Vec<Violation
     out
 }
 
-/// A call left without a result before the next turn with calls.
+/// A call left without a result before the next turn with calls. Results
+/// are indexed by call id (or, without one, by tool name) first, so a long
+/// conversation costs linear time.
 fn missing(calls: &[ToolCall], results: &[ToolResult], out: &mut Vec<Violation>) {
+    let mut turns: Vec<usize> = calls.iter().map(|c| c.turn).collect();
+    turns.sort_unstable();
+    turns.dedup();
+    let mut by_id: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
+    for result in results {
+        match (result.call_id.as_deref(), result.name.as_deref()) {
+            (Some(id), _) => by_id.entry(id).or_default().push(result.turn),
+            (None, Some(name)) => by_name.entry(name).or_default().push(result.turn),
+            (None, None) => {}
+        }
+    }
     for call in calls {
         if call.kind == CallKind::Hosted || call.format == Format::Mcp {
             continue;
         }
-        let Some(next) = calls
-            .iter()
-            .map(|c| c.turn)
-            .filter(|&turn| turn > call.turn)
-            .min()
-        else {
+        let Some(&next) = turns.get(turns.partition_point(|&turn| turn <= call.turn)) else {
             continue;
         };
-        let id = call.id.as_deref().filter(|id| !id.is_empty());
-        let answered = results.iter().any(|r| {
-            r.turn > call.turn
-                && r.turn < next
-                && match (id, r.call_id.as_deref()) {
-                    (Some(id), Some(answer)) => id == answer,
-                    (None, None) => r.name.as_deref() == Some(call.name.as_str()),
-                    _ => false,
-                }
-        });
+        let answers = match call.id.as_deref().filter(|id| !id.is_empty()) {
+            Some(id) => by_id.get(id),
+            None => by_name.get(call.name.as_str()),
+        };
+        let answered =
+            answers.is_some_and(|turns| turns.iter().any(|&turn| turn > call.turn && turn < next));
         if !answered {
             out.push(Violation::call(
                 ViolationCode::ResultMissing,
