@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::check::score::Ratio;
 use crate::model::Arguments;
-use crate::policy::Policy;
+use crate::policy::{Expectations, Policy};
 use crate::verdict::{CallVerdict, Violation, ViolationCode};
 
 /// The expectations' violations, failure lines and score.
@@ -31,20 +31,20 @@ impl Outcome {
 }
 
 /// Whether the policy expects at least one call.
-pub(crate) fn needs_calls(policy: &Policy) -> bool {
-    !policy.expected.is_empty()
-        || !policy.order.is_empty()
-        || !policy.validate_args.is_empty()
-        || policy.min_tools.is_some_and(|min| min > 0)
+pub(crate) fn needs_calls(expect: &Expectations) -> bool {
+    !expect.expected.is_empty()
+        || !expect.order.is_empty()
+        || !expect.validate_args.is_empty()
+        || expect.min_tools.is_some_and(|min| min > 0)
 }
 
-pub(crate) fn evaluate(policy: &Policy, calls: &[CallVerdict]) -> Outcome {
+pub(crate) fn evaluate(policy: &Policy, expect: &Expectations, calls: &[CallVerdict]) -> Outcome {
     let mut out = Outcome::default();
-    expected(policy, calls, &mut out);
+    expected(expect, calls, &mut out);
     forbidden(policy, calls, &mut out);
-    order(policy, calls, &mut out);
-    count(policy, calls.len(), &mut out);
-    validate_args(policy, calls, &mut out);
+    order(expect, calls, &mut out);
+    count(expect, calls.len(), &mut out);
+    validate_args(expect, calls, &mut out);
     out
 }
 
@@ -55,19 +55,19 @@ fn called<'a>(
     calls.iter().filter(move |call| call.name == tool)
 }
 
-fn expected(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
-    if policy.expected.is_empty() {
+fn expected(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome) {
+    if expect.expected.is_empty() {
         return;
     }
-    let missing: Vec<&str> = policy
+    let missing: Vec<&str> = expect
         .expected
         .iter()
         .filter(|tool| called(calls, tool).next().is_none())
         .map(String::as_str)
         .collect();
     out.kinds.push(Ratio::new(
-        policy.expected.len() - missing.len(),
-        policy.expected.len(),
+        expect.expected.len() - missing.len(),
+        expect.expected.len(),
     ));
     if missing.is_empty() {
         return;
@@ -113,11 +113,11 @@ fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
         .push(format!("Used forbidden tools: {}", used.join(", ")));
 }
 
-fn order(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
-    if policy.order.is_empty() {
+fn order(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome) {
+    if expect.order.is_empty() {
         return;
     }
-    let firsts: Option<Vec<usize>> = policy
+    let firsts: Option<Vec<usize>> = expect
         .order
         .iter()
         .map(|tool| calls.iter().position(|call| call.name == *tool))
@@ -131,18 +131,18 @@ fn order(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
     }
 }
 
-fn count(policy: &Policy, n: usize, out: &mut Outcome) {
-    if policy.min_tools.is_none() && policy.max_tools.is_none() {
+fn count(expect: &Expectations, n: usize, out: &mut Outcome) {
+    if expect.min_tools.is_none() && expect.max_tools.is_none() {
         return;
     }
     let mut ok = true;
-    if let Some(min) = policy.min_tools.filter(|&min| n < min) {
+    if let Some(min) = expect.min_tools.filter(|&min| n < min) {
         ok = false;
         let message = format!("Too few tools: {n} < {min}");
         out.expectation(ViolationCode::TooFewTools, None, message.clone());
         out.failures.push(message);
     }
-    if let Some(max) = policy.max_tools.filter(|&max| n > max) {
+    if let Some(max) = expect.max_tools.filter(|&max| n > max) {
         ok = false;
         let message = format!("Too many tools: {n} > {max}");
         out.expectation(ViolationCode::TooManyTools, None, message.clone());
@@ -151,12 +151,12 @@ fn count(policy: &Policy, n: usize, out: &mut Outcome) {
     out.kinds.push(Ratio::of(ok));
 }
 
-fn validate_args(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
-    if policy.validate_args.is_empty() {
+fn validate_args(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome) {
+    if expect.validate_args.is_empty() {
         return;
     }
     let mut matched = 0;
-    for pair in &policy.validate_args {
+    for pair in &expect.validate_args {
         let met = called(calls, &pair.tool).any(|call| match &call.arguments {
             Arguments::Object(map) => map
                 .get(&pair.arg)
@@ -177,7 +177,7 @@ fn validate_args(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
         }
     }
     out.kinds
-        .push(Ratio::new(matched, policy.validate_args.len()));
+        .push(Ratio::new(matched, expect.validate_args.len()));
 }
 
 /// Equal as JSON, numbers by value: `10` equals `10.0`.

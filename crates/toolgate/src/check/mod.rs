@@ -21,7 +21,7 @@ pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};
 use crate::model::{Caller, ToolCall};
-use crate::policy::Policy;
+use crate::policy::{Expectations, Policy};
 use crate::verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
 
 /// How to check, beyond what the policy says.
@@ -53,6 +53,18 @@ impl Policy {
     /// Check what [`detect`](crate::detect()) found.
     #[must_use]
     pub fn judge(&self, detection: Detection, options: CheckOptions<'_>) -> Verdict {
+        self.judge_expecting(detection, options, &self.expect)
+    }
+
+    /// [`judge`](Self::judge) with other expectations than the policy's
+    /// (a dataset scenario's, from [`Policy::override_expectations`]).
+    #[must_use]
+    pub fn judge_expecting(
+        &self,
+        detection: Detection,
+        options: CheckOptions<'_>,
+        expect: &Expectations,
+    ) -> Verdict {
         let Detection {
             calls,
             results,
@@ -83,18 +95,19 @@ impl Policy {
         violations.extend(result_violations);
 
         let mut score = Ratio::new(valid, verdicts.len());
-        let require_calls = options.require_calls || self.require_calls;
-        if verdicts.is_empty() && (require_calls || expectations::needs_calls(self)) {
+        let require_calls = options.require_calls || expect.require_calls;
+        if verdicts.is_empty() && (require_calls || expectations::needs_calls(expect)) {
             score = Ratio::ZERO;
             violations.push(Violation::payload(
                 ViolationCode::NoToolCalls,
                 "no tool calls found",
             ));
         } else {
-            let outcome = expectations::evaluate(self, &verdicts);
+            let outcome = expectations::evaluate(self, expect, &verdicts);
             score = score.times(Ratio::mean(&outcome.kinds));
             violations.extend(outcome.violations);
-            return self.finish(
+            return finish(
+                expect,
                 verdicts,
                 violations,
                 outcome.failures,
@@ -102,7 +115,14 @@ impl Policy {
                 payload_failed,
             );
         }
-        self.finish(verdicts, violations, Vec::new(), score, payload_failed)
+        finish(
+            expect,
+            verdicts,
+            violations,
+            Vec::new(),
+            score,
+            payload_failed,
+        )
     }
 
     fn check_call(
@@ -162,45 +182,45 @@ impl Policy {
             violations: found,
         }
     }
+}
 
-    fn finish(
-        &self,
-        calls: Vec<CallVerdict>,
-        violations: Vec<Violation>,
-        expectation_failures: Vec<String>,
-        score: Ratio,
-        payload_failed: bool,
-    ) -> Verdict {
-        // Failure lines: each violation's message, except the expectations',
-        // which have their own (grouped) wording.
-        let mut failures: Vec<String> = violations
-            .iter()
-            .filter(|v| !is_expectation(v.code))
-            .map(|v| failure_line(v).to_owned())
-            .collect();
-        failures.extend(expectation_failures);
-        let passed = violations.is_empty();
-        let score = if payload_failed { 0.0 } else { score.rounded() };
-        let reasoning = if passed {
-            match calls.len() {
-                0 => "no tool calls; none required".to_owned(),
-                1 => "1 tool call, valid; every expectation met".to_owned(),
-                n => format!("{n} tool calls, all valid; every expectation met"),
-            }
-        } else {
-            failures.join("; ")
-        };
-        Verdict {
-            passed,
-            label: if passed { Label::Pass } else { Label::Fail },
-            score,
-            reasoning,
-            actual_tools: calls.iter().map(|c| c.name.clone()).collect(),
-            expected_tools: self.expected.clone(),
-            calls,
-            violations,
-            failures,
+fn finish(
+    expect: &Expectations,
+    calls: Vec<CallVerdict>,
+    violations: Vec<Violation>,
+    expectation_failures: Vec<String>,
+    score: Ratio,
+    payload_failed: bool,
+) -> Verdict {
+    // Failure lines: each violation's message, except the expectations',
+    // which have their own (grouped) wording.
+    let mut failures: Vec<String> = violations
+        .iter()
+        .filter(|v| !is_expectation(v.code))
+        .map(|v| failure_line(v).to_owned())
+        .collect();
+    failures.extend(expectation_failures);
+    let passed = violations.is_empty();
+    let score = if payload_failed { 0.0 } else { score.rounded() };
+    let reasoning = if passed {
+        match calls.len() {
+            0 => "no tool calls; none required".to_owned(),
+            1 => "1 tool call, valid; every expectation met".to_owned(),
+            n => format!("{n} tool calls, all valid; every expectation met"),
         }
+    } else {
+        failures.join("; ")
+    };
+    Verdict {
+        passed,
+        label: if passed { Label::Pass } else { Label::Fail },
+        score,
+        reasoning,
+        actual_tools: calls.iter().map(|c| c.name.clone()).collect(),
+        expected_tools: expect.expected.clone(),
+        calls,
+        violations,
+        failures,
     }
 }
 

@@ -167,7 +167,7 @@ impl Loader<'_> {
             None => true,
         };
         if let Some((key, v)) = get("require_calls") {
-            policy.require_calls = self.boolean(key, v).unwrap_or(false);
+            policy.expect.require_calls = self.boolean(key, v).unwrap_or(false);
         }
         if let Some((key, v)) = get("normalize") {
             policy.normalize = self.section(key, v, &NORMALIZE_KEYS).unwrap_or_default();
@@ -207,18 +207,18 @@ impl Loader<'_> {
             policy.forbidden = NameSet::new(names.iter().map(String::as_str));
         }
         if let Some((key, v)) = get("expected") {
-            policy.expected = self.names(key, v, true);
+            policy.expect.expected = self.names(key, v, true);
         }
         if let Some((key, v)) = get("order") {
-            policy.order = self.names(key, v, false);
+            policy.expect.order = self.names(key, v, false);
         }
         if let Some((key, v)) = get("min_tools") {
-            policy.min_tools = self.count(key, v);
+            policy.expect.min_tools = self.count(key, v);
         }
         if let Some((key, v)) = get("max_tools") {
-            policy.max_tools = self.count(key, v);
+            policy.expect.max_tools = self.count(key, v);
         }
-        if let (Some(min), Some(max)) = (policy.min_tools, policy.max_tools) {
+        if let (Some(min), Some(max)) = (policy.expect.min_tools, policy.expect.max_tools) {
             if min > max {
                 self.problem(
                     "min_tools",
@@ -500,7 +500,7 @@ impl Loader<'_> {
                 continue;
             };
             for (arg, expected) in args {
-                policy.validate_args.push(ArgExpectation {
+                policy.expect.validate_args.push(ArgExpectation {
                     tool: tool.clone(),
                     arg: arg.clone(),
                     value: expected.clone(),

@@ -40,12 +40,8 @@ pub struct Policy {
     pub(crate) forbidden: NameSet,
     /// Names that pass the name check on sight (see `check::name`).
     pub(crate) safe_names: FxHashSet<String>,
-    pub(crate) expected: Vec<String>,
-    pub(crate) order: Vec<String>,
-    pub(crate) min_tools: Option<usize>,
-    pub(crate) max_tools: Option<usize>,
-    pub(crate) validate_args: Vec<ArgExpectation>,
-    pub(crate) require_calls: bool,
+    /// What the agent was expected to do.
+    pub(crate) expect: Expectations,
     /// `validate_formats`: JSON Schema `format` is asserted (the default).
     pub(crate) validate_formats: bool,
     pub(crate) normalize: Normalize,
@@ -64,12 +60,7 @@ impl Default for Policy {
             allowed: None,
             forbidden: NameSet::default(),
             safe_names: FxHashSet::default(),
-            expected: Vec::new(),
-            order: Vec::new(),
-            min_tools: None,
-            max_tools: None,
-            validate_args: Vec::new(),
-            require_calls: false,
+            expect: Expectations::default(),
             validate_formats: true,
             normalize: Normalize::default(),
             limits: Limits::default(),
@@ -90,6 +81,29 @@ pub(crate) struct ToolSpec {
     pub(crate) takes_no_arguments: bool,
     pub(crate) required: Vec<String>,
     pub(crate) schemas: Vec<ArgumentSchema>,
+}
+
+/// What the agent was expected to do: the expectation kinds of the score.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Expectations {
+    pub expected: Vec<String>,
+    pub order: Vec<String>,
+    pub min_tools: Option<usize>,
+    pub max_tools: Option<usize>,
+    pub validate_args: Vec<ArgExpectation>,
+    pub require_calls: bool,
+}
+
+impl Expectations {
+    /// The policy keys these come from.
+    pub const KEYS: [&'static str; 6] = [
+        "expected",
+        "order",
+        "min_tools",
+        "max_tools",
+        "validate_args",
+        "require_calls",
+    ];
 }
 
 /// One `validate_args` pair: some call of `tool` must have `arg` equal to
@@ -208,13 +222,69 @@ impl Policy {
     /// `require_calls`.
     #[must_use]
     pub fn require_calls(&self) -> bool {
-        self.require_calls
+        self.expect.require_calls
     }
 
     /// `expected`, in order.
     #[must_use]
     pub fn expected(&self) -> &[String] {
-        &self.expected
+        &self.expect.expected
+    }
+
+    /// What the agent was expected to do (`expected`, `order`, `min_tools`,
+    /// `max_tools`, `validate_args`, `require_calls`).
+    #[must_use]
+    pub fn expectations(&self) -> &Expectations {
+        &self.expect
+    }
+
+    /// These expectations with the keys of `overrides` replacing the
+    /// policy's, for one scenario of a dataset. `None` when `overrides`
+    /// holds any other key: then the whole policy must be compiled again.
+    #[must_use]
+    pub fn override_expectations(
+        &self,
+        overrides: &serde_json::Map<String, Value>,
+    ) -> Option<Result<Expectations, PolicyError>> {
+        fn canonical(key: &str) -> &str {
+            match key {
+                "minTools" => "min_tools",
+                "maxTools" => "max_tools",
+                "validateArgs" => "validate_args",
+                other => other,
+            }
+        }
+        let keys: Vec<&str> = overrides.keys().map(|k| canonical(k)).collect();
+        if !keys.iter().all(|k| Expectations::KEYS.contains(k)) {
+            return None;
+        }
+        let only = Value::Object(overrides.clone());
+        let (parsed, problems) = load::compile(&only, None);
+        if !problems.is_empty() {
+            return Some(Err(PolicyError::Invalid(problems)));
+        }
+        let mut merged = self.expect.clone();
+        for key in keys {
+            match key {
+                "expected" => merged.expected.clone_from(&parsed.expect.expected),
+                "order" => merged.order.clone_from(&parsed.expect.order),
+                "min_tools" => merged.min_tools = parsed.expect.min_tools,
+                "max_tools" => merged.max_tools = parsed.expect.max_tools,
+                "validate_args" => merged
+                    .validate_args
+                    .clone_from(&parsed.expect.validate_args),
+                _ => merged.require_calls = parsed.expect.require_calls,
+            }
+        }
+        if let (Some(min), Some(max)) = (merged.min_tools, merged.max_tools) {
+            if min > max {
+                return Some(Err(PolicyError::Invalid(vec![Problem::new(
+                    "min_tools",
+                    format!("min_tools ({min}) is more than max_tools ({max})"),
+                )])));
+            }
+        }
+        Some(Ok(merged))
     }
 
     #[must_use]
