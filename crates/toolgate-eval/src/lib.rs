@@ -3,9 +3,16 @@
 //! A dataset is JSON lines (one trace a line) or a JSON array. A trace is
 //! any payload `toolgate::detect` reads, or `{"output": <payload>,
 //! "policy": {...}}` whose policy keys override the base policy for that
-//! trace. [`run`] streams the lines in batches, checks each batch on all
-//! cores, and folds the verdicts in line order into a [`Summary`].
+//! trace. An [`Evaluator`] holds the compiled policy; [`run_lines`] streams
+//! the lines in batches, checks each batch on all cores, and folds the
+//! verdicts in line order into a [`Summary`]; [`text`] prints it.
 
+pub mod aggregate;
+pub mod run;
+pub mod scenario;
 pub mod summary;
+pub mod text;
 
+pub use run::{run_array, run_dataset, run_lines, Progress, RunError, Sinks};
+pub use scenario::{Evaluator, Options, Outcome};
 pub use summary::{BadLine, CodeStats, Summary, ToolStats, TraceRow};

@@ -315,6 +315,18 @@ impl Policy {
     }
 }
 
+/// Read a policy file's keys without compiling them: YAML or JSON, duplicate
+/// keys refused. For tools that derive policies from a base one (eval's
+/// per-scenario overrides).
+pub fn read_value(path: impl AsRef<Path>) -> Result<Value, PolicyError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+        path: path.to_path_buf(),
+        message: source.to_string(),
+    })?;
+    load::parse_text(&text).map_err(|problem| PolicyError::Invalid(vec![problem]))
+}
+
 /// Every problem in a policy file, at once; empty when it loads.
 #[must_use]
 pub fn lint(path: impl AsRef<Path>) -> Vec<Problem> {

@@ -1,0 +1,144 @@
+//! `toolgate eval`: arguments to an [`Evaluator`](toolgate_eval::Evaluator)
+//! run, a progress bar when stderr is a terminal, the printed summary, the
+//! output files and the CI gates.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use toolgate_eval::{Evaluator, Options, Progress, Sinks};
+
+pub(crate) struct Args {
+    pub(crate) dataset: PathBuf,
+    pub(crate) policy: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
+    pub(crate) min_score: Option<f64>,
+    pub(crate) min_pass_rate: Option<f64>,
+    pub(crate) strict: bool,
+    pub(crate) options: Options,
+}
+
+/// Runs the evaluation; `Ok(true)` when every gate is met.
+pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
+    for (flag, gate) in [
+        ("--min-score", args.min_score),
+        ("--min-pass-rate", args.min_pass_rate),
+    ] {
+        if let Some(x) = gate {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&x),
+                "{flag} must be between 0 and 1, not {x}"
+            );
+        }
+    }
+    let (value, dir) = match &args.policy {
+        Some(path) => (
+            toolgate::policy::read_value(path)
+                .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?,
+            path.parent().map(PathBuf::from),
+        ),
+        None => (serde_json::json!({}), None),
+    };
+    let evaluator = Evaluator::new(value, dir, args.options).map_err(|err| match &args.policy {
+        Some(path) => anyhow::anyhow!("{}: {err}", path.display()),
+        None => anyhow::anyhow!("{err}"),
+    })?;
+
+    let stdin = args.dataset.as_os_str() == "-";
+    let name = args.dataset.display().to_string();
+    let (input, size): (Box<dyn std::io::BufRead + Send>, Option<u64>) = if stdin {
+        (
+            Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())),
+            None,
+        )
+    } else {
+        let file = File::open(&args.dataset).with_context(|| format!("cannot read {name}"))?;
+        let size = file.metadata().ok().map(|m| m.len());
+        (Box::new(BufReader::with_capacity(1 << 20, file)), size)
+    };
+    let json_document = args.dataset.extension().is_some_and(|e| e == "json");
+
+    let mut out = match &args.out {
+        Some(path) => {
+            Some(BufWriter::new(File::create(path).with_context(|| {
+                format!("cannot write {}", path.display())
+            })?))
+        }
+        None => None,
+    };
+    let bar = progress_bar(size);
+    let mut on_progress = |p: Progress| {
+        if let Some(bar) = &bar {
+            if size.is_some() {
+                bar.set_position(p.bytes);
+            } else {
+                bar.set_position(p.lines);
+            }
+            bar.set_message(format!("{} lines", p.lines));
+        }
+    };
+    let sinks = Sinks {
+        out: out.as_mut().map(|w| w as &mut dyn Write),
+        progress: &mut on_progress,
+        strict: args.strict,
+    };
+    let summary = toolgate_eval::run_dataset(&evaluator, &name, input, json_document, sinks)
+        .map_err(|err| anyhow::anyhow!("{name}: {err}"))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+
+    print!("{}", toolgate_eval::text::render(&summary));
+    if let Some(path) = &args.json {
+        let file =
+            File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let mut writer = BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut writer, &summary)?;
+        writeln!(writer)?;
+        writer.flush()?;
+    }
+
+    let mut met = true;
+    if let Some(min) = args.min_score {
+        if summary.mean_score < min {
+            eprintln!(
+                "toolgate: mean score {:.3} is below --min-score {min}",
+                summary.mean_score
+            );
+            met = false;
+        }
+    }
+    if let Some(min) = args.min_pass_rate {
+        if summary.pass_rate < min {
+            eprintln!(
+                "toolgate: pass rate {:.3} is below --min-pass-rate {min}",
+                summary.pass_rate
+            );
+            met = false;
+        }
+    }
+    Ok(met)
+}
+
+/// A bar on stderr when it is a terminal: bytes of the file (with an ETA),
+/// or lines of standard input.
+fn progress_bar(size: Option<u64>) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = match size {
+        Some(bytes) => indicatif::ProgressBar::new(bytes).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} eta {eta}",
+            )
+            .ok()?,
+        ),
+        None => indicatif::ProgressBar::new_spinner().with_style(
+            indicatif::ProgressStyle::with_template("{spinner} {pos} lines {per_sec}").ok()?,
+        ),
+    };
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    Some(bar)
+}

@@ -1,0 +1,154 @@
+//! The summary as people read it in a terminal or a CI log.
+
+use std::fmt::Write as _;
+
+use crate::summary::Summary;
+
+/// Most rows of the per-tool table (by invalid calls, then calls).
+const TOOL_ROWS: usize = 25;
+
+/// Render `summary`: totals, a table per tool, a table per violation code,
+/// the worst traces and the bad lines.
+#[must_use]
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    let s = summary;
+    let _ = writeln!(out, "dataset      {}", s.dataset);
+    let _ = writeln!(
+        out,
+        "traces       {}  ({} passed, {} failed)",
+        s.traces, s.passed, s.failed
+    );
+    let _ = writeln!(out, "pass rate    {}", percent(s.pass_rate));
+    let _ = writeln!(out, "mean score   {:.3}", s.mean_score);
+    let _ = writeln!(
+        out,
+        "calls        {}  ({} invalid)",
+        s.calls, s.invalid_calls
+    );
+    if s.bad_lines > 0 {
+        let _ = writeln!(out, "bad lines    {}", s.bad_lines);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let rate = if s.seconds > 0.0 {
+        s.traces as f64 / s.seconds
+    } else {
+        0.0
+    };
+    let _ = writeln!(out, "time         {:.2} s  ({rate:.0} traces/s)", s.seconds);
+
+    tools(&mut out, s);
+    codes_and_lines(&mut out, s);
+    out
+}
+
+/// The per-tool table, worst first.
+fn tools(out: &mut String, s: &Summary) {
+    if !s.tools.is_empty() {
+        let mut tools: Vec<_> = s.tools.iter().collect();
+        tools.sort_by(|a, b| {
+            b.1.invalid
+                .cmp(&a.1.invalid)
+                .then(b.1.calls.cmp(&a.1.calls))
+                .then(a.0.cmp(b.0))
+        });
+        let width = tools
+            .iter()
+            .take(TOOL_ROWS)
+            .map(|(name, _)| name.chars().count())
+            .max()
+            .unwrap_or(4)
+            .clamp(4, 40);
+        let _ = writeln!(
+            out,
+            "\n{:<width$}  {:>9}  {:>9}  {:>7}  top violation codes",
+            "tool", "calls", "invalid", "share"
+        );
+        for (name, tool) in tools.iter().take(TOOL_ROWS) {
+            let mut codes: Vec<_> = tool.codes.iter().collect();
+            codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let top: Vec<String> = codes
+                .iter()
+                .take(3)
+                .map(|(code, n)| format!("{code} {n}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:>9}  {:>9}  {:>7}  {}",
+                clip(name, width),
+                tool.calls,
+                tool.invalid,
+                percent(tool.invalid_share),
+                top.join(", ")
+            );
+        }
+        if tools.len() > TOOL_ROWS {
+            let _ = writeln!(
+                out,
+                "... {} more tools (see --json)",
+                tools.len() - TOOL_ROWS
+            );
+        }
+    }
+}
+
+/// The per-code table, the worst traces and the lines without a trace.
+fn codes_and_lines(out: &mut String, s: &Summary) {
+    if !s.codes.is_empty() {
+        let mut codes: Vec<_> = s.codes.iter().collect();
+        codes.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+        let _ = writeln!(
+            out,
+            "\n{:<24}  {:>9}  {:>9}",
+            "violation code", "count", "traces"
+        );
+        for (code, stats) in codes {
+            let _ = writeln!(out, "{code:<24}  {:>9}  {:>9}", stats.count, stats.traces);
+        }
+    }
+
+    let worst: Vec<_> = s.worst.iter().filter(|row| !row.passed).take(10).collect();
+    if !worst.is_empty() {
+        let _ = writeln!(out, "\nworst traces");
+        for row in worst {
+            let _ = writeln!(
+                out,
+                "  line {:<8} score {:.2}  {}",
+                row.line,
+                row.score,
+                clip(&row.reasoning, 100)
+            );
+        }
+    }
+    if !s.bad_line_samples.is_empty() {
+        let _ = writeln!(out, "\nlines without a trace");
+        for bad in s.bad_line_samples.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  line {:<8} {}: {}",
+                bad.line,
+                bad.kind,
+                clip(&bad.message, 90)
+            );
+        }
+        if s.bad_lines > 10 {
+            let _ = writeln!(out, "  ... {} more", s.bad_lines - 10);
+        }
+    }
+}
+
+/// `0.873` as `87.3%`.
+#[must_use]
+pub fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+/// At most `width` characters, with an ellipsis when cut.
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
