@@ -336,3 +336,98 @@ fn check_caller_gives_roles_and_rules_their_caller() {
         .code(2);
     assert!(stderr(&out).contains("a caller is"), "{}", stderr(&out));
 }
+
+const TRACE_OK: &str = r#"[{"name": "search", "arguments": {"q": "rust"}}]"#;
+const TRACE_BAD: &str = r#"[{"name": "drop_table", "arguments": {}}]"#;
+
+#[test]
+fn eval_prints_a_summary_writes_json_and_gates_ci() {
+    let policy = policy_file("eval-policy.yaml", "allowed_functions: [search]\n");
+    let dataset = policy_file(
+        "traces.jsonl",
+        &format!("{TRACE_OK}\n{TRACE_BAD}\nnot json\n{TRACE_OK}\n{TRACE_OK}\n"),
+    );
+    let summary_path = dataset.with_file_name("summary.json");
+    let out_path = dataset.with_file_name("verdicts.jsonl");
+    let out = toolgate()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg(&dataset)
+        .arg("--json")
+        .arg(&summary_path)
+        .arg("--out")
+        .arg(&out_path)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for needle in [
+        "traces       4",
+        "pass rate    75.0%",
+        "drop_table",
+        "not_allowed",
+        "line 2",
+        "line 3",
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
+    assert_eq!(summary["traces"], 4);
+    assert_eq!(summary["passed"], 3);
+    assert_eq!(summary["pass_rate"], 0.75);
+    assert_eq!(summary["bad_lines"], 1);
+    assert_eq!(summary["bad_line_samples"][0]["line"], 3);
+    assert_eq!(summary["tools"]["drop_table"]["invalid"], 1);
+    let verdicts = std::fs::read_to_string(&out_path).unwrap();
+    assert_eq!(verdicts.lines().count(), 5);
+
+    let gate = |flag: &str, value: &str| {
+        toolgate()
+            .args(["eval", "--policy"])
+            .arg(&policy)
+            .arg(&dataset)
+            .args([flag, value])
+            .assert()
+    };
+    gate("--min-pass-rate", "0.75").success();
+    let out = gate("--min-pass-rate", "0.8").code(1);
+    assert!(stderr(&out).contains("pass rate 0.750 is below --min-pass-rate 0.8"));
+    gate("--min-score", "0.7").success();
+    gate("--min-score", "0.9").code(1);
+    gate("--min-score", "2").code(2);
+
+    let out = toolgate()
+        .args(["eval", "--strict", "--policy"])
+        .arg(&policy)
+        .arg(&dataset)
+        .assert()
+        .code(2);
+    assert!(
+        stderr(&out).contains("line 3: not_json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn eval_reads_standard_input_and_refuses_bad_policies() {
+    let out = toolgate()
+        .args(["eval", "-"])
+        .write_stdin(format!("{TRACE_OK}\n{TRACE_BAD}\n"))
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).contains("traces       2"));
+    let bad = policy_file("bad-eval-policy.yaml", "expectd: [a]\n");
+    let out = toolgate()
+        .args(["eval", "--policy"])
+        .arg(&bad)
+        .arg("-")
+        .write_stdin(TRACE_OK)
+        .assert()
+        .code(2);
+    assert!(stderr(&out).contains("the closest known key is `expected`"));
+    toolgate()
+        .args(["eval", "/nonexistent/traces.jsonl"])
+        .assert()
+        .code(2);
+}

@@ -1,5 +1,7 @@
 //! toolgate-eval: runs over small datasets, summaries and reports.
 
+mod run;
+
 mod summary {
     use toolgate_eval::Summary;
 
