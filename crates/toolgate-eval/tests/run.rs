@@ -154,10 +154,9 @@ fn many_batches_keep_line_order() {
 
 #[test]
 fn invented_tool_names_cannot_grow_the_summary() {
-    let mut dataset = String::new();
-    for i in 0..(toolgate_eval::aggregate::MAX_TOOLS + 50) {
-        dataset.push_str(&format!("[{{\"name\":\"tool_{i}\",\"arguments\":{{}}}}]\n"));
-    }
+    let dataset: String = (0..(toolgate_eval::aggregate::MAX_TOOLS + 50))
+        .map(|i| format!("[{{\"name\":\"tool_{i}\",\"arguments\":{{}}}}]\n"))
+        .collect();
     let s = run_with(json!({}), &dataset, false, None, false).unwrap();
     assert_eq!(s.tools.len(), toolgate_eval::aggregate::MAX_TOOLS + 1);
     assert_eq!(s.tools[toolgate_eval::aggregate::OTHER_TOOLS].calls, 50);
