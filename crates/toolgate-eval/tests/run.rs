@@ -154,9 +154,10 @@ fn many_batches_keep_line_order() {
 
 #[test]
 fn invented_tool_names_cannot_grow_the_summary() {
-    let dataset: String = (0..(toolgate_eval::aggregate::MAX_TOOLS + 50))
-        .map(|i| format!("[{{\"name\":\"tool_{i}\",\"arguments\":{{}}}}]\n"))
+    let lines: Vec<String> = (0..(toolgate_eval::aggregate::MAX_TOOLS + 50))
+        .map(|i| format!("[{{\"name\":\"tool_{i}\",\"arguments\":{{}}}}]"))
         .collect();
+    let dataset = lines.join("\n");
     let s = run_with(json!({}), &dataset, false, None, false).unwrap();
     assert_eq!(s.tools.len(), toolgate_eval::aggregate::MAX_TOOLS + 1);
     assert_eq!(s.tools[toolgate_eval::aggregate::OTHER_TOOLS].calls, 50);
