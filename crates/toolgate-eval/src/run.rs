@@ -74,10 +74,21 @@ enum Checked {
     Bad(BadLine),
 }
 
+/// A block of whole lines: one buffer, and where each line lies in it.
 struct Batch {
-    /// (1-based line number, its bytes).
-    lines: Vec<(u64, Vec<u8>)>,
+    data: Vec<u8>,
+    /// (1-based line number, start, end) of each line, without its `\n`.
+    lines: Vec<(u64, usize, usize)>,
+    /// Input bytes the batch stands for (dropped bytes of an over-long
+    /// line included).
     bytes: u64,
+}
+
+impl Batch {
+    fn line(&self, at: usize) -> (u64, &[u8]) {
+        let (number, start, end) = self.lines[at];
+        (number, &self.data[start..end])
+    }
 }
 
 /// Check every trace of a JSON-lines `input`.
@@ -90,7 +101,7 @@ pub fn run_lines(
     let started = Instant::now();
     std::thread::scope(|scope| {
         let (send, receive) = mpsc::sync_channel::<std::io::Result<Batch>>(2);
-        scope.spawn(move || read_batches(input, &send));
+        scope.spawn(move || read_batches(input, MAX_LINE_BYTES, &send));
         fold(evaluator, dataset, receive.into_iter(), sinks, started)
     })
 }
@@ -107,69 +118,92 @@ pub fn run_array(
         .map_err(|err| RunError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, err)))?;
     let batches = items.chunks(BATCH_LINES).enumerate().map(|(at, chunk)| {
         let first = (at * BATCH_LINES) as u64 + 1;
-        let lines: Vec<(u64, Vec<u8>)> = chunk
-            .iter()
-            .enumerate()
-            .map(|(i, raw)| (first + i as u64, raw.get().as_bytes().to_vec()))
-            .collect();
-        let bytes = lines.iter().map(|(_, l)| l.len() as u64).sum();
-        Ok(Batch { lines, bytes })
+        let mut data = Vec::new();
+        let mut lines = Vec::with_capacity(chunk.len());
+        for (i, raw) in chunk.iter().enumerate() {
+            let start = data.len();
+            data.extend_from_slice(raw.get().as_bytes());
+            lines.push((first + i as u64, start, data.len()));
+        }
+        let bytes = data.len() as u64;
+        Ok(Batch { data, lines, bytes })
     });
     fold(evaluator, dataset, batches, sinks, started)
 }
 
-fn read_batches(mut input: impl BufRead, send: &mpsc::SyncSender<std::io::Result<Batch>>) {
+/// Read blocks of about [`BATCH_BYTES`] ending at a line end; a line
+/// longer than [`MAX_LINE_BYTES`] keeps its first bytes (it is then not
+/// valid JSON) and the rest is skipped, so memory stays bounded.
+fn read_batches(
+    mut input: impl BufRead,
+    max_line: usize,
+    send: &mpsc::SyncSender<std::io::Result<Batch>>,
+) {
     let mut number = 0u64;
-    loop {
-        let mut batch = Batch {
-            lines: Vec::with_capacity(BATCH_LINES),
-            bytes: 0,
-        };
-        let mut size = 0usize;
-        while batch.lines.len() < BATCH_LINES && size < BATCH_BYTES {
-            let mut line = Vec::new();
-            match read_line(&mut input, &mut line) {
-                Ok(0) => break,
-                Ok(read) => {
-                    number += 1;
-                    batch.bytes += read as u64;
-                    size += line.len();
-                    batch.lines.push((number, line));
-                }
+    let mut carry: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    let mut eof = false;
+    while !eof || !carry.is_empty() {
+        // `carry` holds no line end: the block's first one is ahead.
+        let mut data = std::mem::take(&mut carry);
+        let mut bytes = data.len() as u64;
+        let mut open_start = 0; // where the last, unfinished, line starts
+        let mut has_end = false;
+        while !eof && (data.len() < BATCH_BYTES || !has_end) {
+            let available = match input.fill_buf() {
+                Ok(available) => available,
                 Err(err) => {
                     let _ = send.send(Err(err));
                     return;
                 }
+            };
+            if available.is_empty() {
+                eof = true;
+                break;
             }
+            let taken = available.len();
+            bytes += taken as u64;
+            let mut chunk = available;
+            if skipping {
+                // The rest of an over-long line: drop up to its end.
+                match memchr::memchr(b'\n', chunk) {
+                    Some(end) => {
+                        skipping = false;
+                        chunk = &chunk[end..];
+                    }
+                    None => chunk = &[],
+                }
+            }
+            let old = data.len();
+            data.extend_from_slice(chunk);
+            if let Some(last) = memchr::memrchr(b'\n', chunk) {
+                open_start = old + last + 1;
+                has_end = true;
+            }
+            if data.len() - open_start > max_line {
+                data.truncate(open_start + max_line);
+                skipping = true;
+            }
+            input.consume(taken);
         }
-        let done = batch.lines.is_empty();
-        if done || send.send(Ok(batch)).is_err() {
+        // Whole lines go now; an unfinished last line waits for the next block.
+        if !eof && has_end {
+            carry = data.split_off(open_start);
+            bytes -= carry.len() as u64;
+        }
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &data) {
+            number += 1;
+            lines.push((number, start, end.min(start + max_line)));
+            start = end + 1;
+        }
+        if start < data.len() {
+            number += 1;
+            lines.push((number, start, data.len().min(start + max_line)));
+        }
+        if !lines.is_empty() && send.send(Ok(Batch { data, lines, bytes })).is_err() {
             return;
-        }
-    }
-}
-
-/// One line without its end, at most [`MAX_LINE_BYTES`] kept (the rest is
-/// read and dropped, so the line is then not valid JSON); returns the bytes
-/// consumed.
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut consumed = 0;
-    loop {
-        let available = input.fill_buf()?;
-        if available.is_empty() {
-            return Ok(consumed);
-        }
-        let (chunk, end) = match memchr::memchr(b'\n', available) {
-            Some(at) => (&available[..at], at + 1),
-            None => (available, available.len()),
-        };
-        let room = MAX_LINE_BYTES.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let newline = end > chunk.len();
-        input.consume(end);
-        consumed += end;
-        if newline {
-            return Ok(consumed);
         }
     }
 }
@@ -186,13 +220,13 @@ fn fold(
     let write_out = sinks.out.is_some();
     for batch in batches {
         let batch = batch.map_err(RunError::Io)?;
-        let checked: Vec<(u64, Checked, Vec<u8>)> = batch
-            .lines
-            .par_iter()
-            .map(|(line, text)| {
-                let outcome = evaluator.line(*line, text);
+        let checked: Vec<(u64, Checked, Vec<u8>)> = (0..batch.lines.len())
+            .into_par_iter()
+            .map(|at| {
+                let (line, text) = batch.line(at);
+                let outcome = evaluator.line(line, text);
                 let out = if write_out {
-                    out_line(*line, &outcome)
+                    out_line(line, &outcome)
                 } else {
                     Vec::new()
                 };
@@ -201,7 +235,7 @@ fn fold(
                     Outcome::Verdict(verdict) => Checked::Facts(Facts::from(verdict)),
                     Outcome::Bad(bad) => Checked::Bad(bad),
                 };
-                (*line, checked, out)
+                (line, checked, out)
             })
             .collect();
         for (line, checked, out) in checked {
@@ -284,5 +318,45 @@ pub fn run_dataset(
         // One trace.
         let one = format!("[{text}]");
         run_array(evaluator, dataset, &one, sinks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufReader, Cursor};
+    use std::sync::mpsc;
+
+    use super::read_batches;
+
+    #[test]
+    fn an_over_long_line_keeps_its_head_and_the_next_line_survives() {
+        let long = "x".repeat(1000);
+        let text = format!("short\n{long}\nafter\n");
+        for capacity in [3, 64, 4096] {
+            let (send, receive) = mpsc::sync_channel(16);
+            read_batches(
+                BufReader::with_capacity(capacity, Cursor::new(text.clone())),
+                10,
+                &send,
+            );
+            drop(send);
+            let mut lines = Vec::new();
+            let mut bytes = 0;
+            for batch in receive {
+                let batch = batch.unwrap();
+                bytes += batch.bytes;
+                for at in 0..batch.lines.len() {
+                    let (number, line) = batch.line(at);
+                    lines.push((number, String::from_utf8(line.to_vec()).unwrap()));
+                }
+            }
+            let expected = [
+                (1, "short".to_owned()),
+                (2, "x".repeat(10)),
+                (3, "after".to_owned()),
+            ];
+            assert_eq!(lines, expected, "reads of {capacity}");
+            assert_eq!(bytes, text.len() as u64, "every input byte is counted");
+        }
     }
 }

@@ -162,3 +162,26 @@ fn invented_tool_names_cannot_grow_the_summary() {
     assert_eq!(s.tools.len(), toolgate_eval::aggregate::MAX_TOOLS + 1);
     assert_eq!(s.tools[toolgate_eval::aggregate::OTHER_TOOLS].calls, 50);
 }
+
+#[test]
+fn lines_split_across_reads_and_line_ends_read_alike() {
+    let dataset = format!("{GOOD}\r\n{UNKNOWN}\n\n{GOOD}\r\nnot json\n{GOOD}");
+    let whole = run(&dataset);
+    for capacity in [1, 7, 64, 4096] {
+        let evaluator = Evaluator::new(policy(), None, Options::default()).unwrap();
+        let mut progress = |_| {};
+        let sinks = Sinks {
+            out: None,
+            progress: &mut progress,
+            strict: false,
+        };
+        let reader =
+            std::io::BufReader::with_capacity(capacity, Cursor::new(dataset.as_bytes().to_vec()));
+        let mut summary = run_dataset(&evaluator, "test", reader, false, sinks).unwrap();
+        summary.seconds = whole.seconds;
+        assert_eq!(summary, whole, "reads of {capacity} bytes");
+    }
+    assert_eq!((whole.traces, whole.bad_lines), (4, 1));
+    assert_eq!(whole.bad_line_samples[0].line, 5);
+    assert_eq!(whole.failing[0].line, 2);
+}
