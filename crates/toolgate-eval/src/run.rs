@@ -18,7 +18,7 @@ use crate::summary::Summary;
 /// Lines per batch.
 const BATCH_LINES: usize = 2048;
 /// Bytes per batch, whichever comes first.
-const BATCH_BYTES: usize = 4 << 20;
+const BATCH_BYTES: usize = 2 << 20;
 /// The longest line read; a longer one is a bad line, not an allocation
 /// of any size.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
