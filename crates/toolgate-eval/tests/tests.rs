@@ -1,6 +1,7 @@
 //! toolgate-eval: runs over small datasets, summaries and reports.
 
 mod report;
+mod report_run;
 mod run;
 
 mod summary {
