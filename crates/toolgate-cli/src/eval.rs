@@ -14,6 +14,7 @@ pub(crate) struct Args {
     pub(crate) policy: Option<PathBuf>,
     pub(crate) json: Option<PathBuf>,
     pub(crate) out: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     pub(crate) min_score: Option<f64>,
     pub(crate) min_pass_rate: Option<f64>,
     pub(crate) strict: bool,
@@ -98,6 +99,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
         serde_json::to_writer_pretty(&mut writer, &summary)?;
         writeln!(writer)?;
         writer.flush()?;
+    }
+
+    if let Some(path) = &args.report {
+        std::fs::write(path, toolgate_eval::report::html(&summary))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
 
     let mut met = true;

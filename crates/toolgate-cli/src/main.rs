@@ -82,6 +82,9 @@ enum Command {
         /// Write one verdict per line, in input order.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Write a self-contained HTML report with charts.
+        #[arg(long, value_name = "FILE.html")]
+        report: Option<PathBuf>,
         /// Exit 1 when the mean score is below X.
         #[arg(long, value_name = "X")]
         min_score: Option<f64>,
@@ -177,6 +180,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             json,
             out,
+            report,
             min_score,
             min_pass_rate,
             strict,
@@ -187,6 +191,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             json,
             out,
+            report,
             min_score,
             min_pass_rate,
             strict,

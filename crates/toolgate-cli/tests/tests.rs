@@ -349,10 +349,13 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
     );
     let summary_path = dataset.with_file_name("summary.json");
     let out_path = dataset.with_file_name("verdicts.jsonl");
+    let report_path = dataset.with_file_name("report.html");
     let out = toolgate()
         .args(["eval", "--policy"])
         .arg(&policy)
         .arg(&dataset)
+        .arg("--report")
+        .arg(&report_path)
         .arg("--json")
         .arg(&summary_path)
         .arg("--out")
@@ -378,6 +381,25 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
     assert_eq!(summary["bad_lines"], 1);
     assert_eq!(summary["bad_line_samples"][0]["line"], 3);
     assert_eq!(summary["tools"]["drop_table"]["invalid"], 1);
+    let html = std::fs::read_to_string(&report_path).unwrap();
+    let start = html.find(r#"id="toolgate-summary">"#).unwrap() + r#"id="toolgate-summary">"#.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let embedded: serde_json::Value = serde_json::from_str(&html[start..end]).unwrap();
+    for key in [
+        "traces",
+        "passed",
+        "pass_rate",
+        "mean_score",
+        "calls",
+        "invalid_calls",
+        "tools",
+        "codes",
+    ] {
+        assert_eq!(
+            embedded[key], summary[key],
+            "the report's {key} is the summary's"
+        );
+    }
     let verdicts = std::fs::read_to_string(&out_path).unwrap();
     assert_eq!(verdicts.lines().count(), 5);
 

@@ -8,6 +8,7 @@
 //! verdicts in line order into a [`Summary`]; [`text`] prints it.
 
 pub mod aggregate;
+pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod summary;

@@ -1,5 +1,6 @@
 //! toolgate-eval: runs over small datasets, summaries and reports.
 
+mod report;
 mod run;
 
 mod summary {
