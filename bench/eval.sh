@@ -20,7 +20,7 @@ venv="$target/bench-venv"
 out="$target/eval-bench"
 cores="$(nproc)"
 mkdir -p "$out"
-rm -f "$out"/*.json "$out"/*.txt
+rm -f "$out"/*.json "$out"/*.txt "$out"/*.err
 
 if [ ! -x /usr/bin/time ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
