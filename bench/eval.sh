@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `toolgate eval` over generated workloads (bench/workload.py: OpenAI Chat
+# Completions responses, 12 tools, a fifth defective) of 100k and 1M traces,
+# beside the Python + jsonschema baseline (bench/python_baseline.py). Prints
+# traces/s, calls/s and peak RSS per size, the ratio to Python, whether the
+# peak RSS stays within 10% from the smallest size to the largest, and
+# whether toolgate's counts match the workload's stats.json.
+#
+# Environment: EVAL_SIZES (default "100000 1000000"), EVAL_RUNS (toolgate
+# runs per size, best wall time and largest RSS kept; default 3),
+# EVAL_PY_BUDGET (seconds: Python runs on a larger size only when its
+# estimate from the smallest size is under this; default 600).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+sizes="${EVAL_SIZES:-100000 1000000}"
+runs="${EVAL_RUNS:-3}"
+budget="${EVAL_PY_BUDGET:-600}"
+venv="$target/bench-venv"
+out="$target/eval-bench"
+cores="$(nproc)"
+mkdir -p "$out"
+rm -f "$out"/*.json "$out"/*.txt "$out"/*.err
+
+if [ ! -x /usr/bin/time ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq time
+fi
+
+if ! "$venv/bin/python" -c 'import jsonschema, yaml, rfc3339_validator, rfc3986_validator' 2>/dev/null; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q 'jsonschema[format-nongpl]' pyyaml
+fi
+
+for n in $sizes; do
+  dir="$target/eval-workload-$n"
+  # stats.json is written last: without it, the workload is incomplete.
+  [ -f "$dir/stats.json" ] || python3 bench/workload.py "$dir" --count "$n"
+done
+
+cargo build --release -p toolgate-cli
+bin="$target/release/toolgate"
+
+for n in $sizes; do
+  dir="$target/eval-workload-$n"
+  for r in $(seq 1 "$runs"); do
+    echo "toolgate eval, $n traces, run $r of $runs (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    cat /proc/loadavg > "$out/load-$n-$r.txt"
+    # stderr is a file, not a terminal: no progress bar.
+    /usr/bin/time -v -o "$out/time-$n-$r.txt" \
+      "$bin" eval --policy "$dir/policy.yaml" "$dir/payloads.jsonl" --json "$out/summary-$n-$r.json" \
+      > "$out/eval-$n-$r.txt" 2> "$out/eval-$n-$r.err" || {
+        echo "toolgate eval exited $? on $n traces (run $r); see $out/eval-$n-$r.err" >&2
+        exit 1
+      }
+  done
+done
+
+# Python: always on the smallest size; on a larger one only when the
+# estimate from the smallest is under the budget. One process, then one
+# process per core.
+py_run() { # size processes
+  local n="$1" p="$2"
+  echo "python baseline, $n traces, $p process(es) (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  "$venv/bin/python" bench/python_baseline.py "$target/eval-workload-$n" --processes "$p" \
+    > "$out/python-$n-p$p.json"
+}
+first=""
+for n in $sizes; do
+  for p in 1 "$cores"; do
+    [ "$p" = 1 ] || [ "$cores" -gt 1 ] || continue
+    if [ -n "$first" ]; then
+      base="$out/python-$first-p$p.json"
+      estimate="$(python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["seconds"] * int(sys.argv[2]) / int(sys.argv[3])))' "$base" "$n" "$first")"
+      if [ "$estimate" -ge "$budget" ]; then
+        echo "python baseline, $n traces, $p process(es): skipped, estimated ${estimate}s (budget ${budget}s)" >&2
+        echo "{\"skipped\": true, \"estimated_seconds\": $estimate}" > "$out/python-$n-p$p.json"
+        continue
+      fi
+    fi
+    py_run "$n" "$p"
+  done
+  first="${first:-$n}"
+done
+
+python3 bench/eval_table.py "$out" "$target" --sizes $sizes --runs "$runs" --cores "$cores" | tee "$out/table.txt"
