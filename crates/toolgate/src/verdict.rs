@@ -164,6 +164,13 @@ impl Violation {
     }
 }
 
+/// The JSON Pointer to `key` inside the value at `parent` (`""` for the
+/// arguments themselves): `~` and `/` in the key are escaped (RFC 6901).
+#[must_use]
+pub fn pointer(parent: &str, key: &str) -> String {
+    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
+}
+
 /// `pass` or `fail`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

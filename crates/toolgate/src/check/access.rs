@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::model::{Arguments, Caller};
 use crate::policy::access::{Access, LimitKey, Rule};
-use crate::verdict::{Violation, ViolationCode};
+use crate::verdict::{pointer, Violation, ViolationCode};
 
 /// The role check.
 pub(crate) fn role(
@@ -95,10 +95,7 @@ fn violation(rule: &Rule, call: usize, name: &str) -> Violation {
     };
     let found = Violation::call(ViolationCode::UnauthorizedArgument, call, name, message);
     match &rule.argument {
-        Some(argument) => found.at(format!(
-            "/{}",
-            argument.replace('~', "~0").replace('/', "~1")
-        )),
+        Some(argument) => found.at(pointer("", argument)),
         None => found,
     }
 }

@@ -122,5 +122,5 @@ fn check_object(
 
 /// A JSON Pointer to a top-level argument.
 fn pointer(key: &str) -> String {
-    format!("/{}", key.replace('~', "~0").replace('/', "~1"))
+    crate::verdict::pointer("", key)
 }

@@ -8,6 +8,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
 
+use crate::verdict::pointer;
+
 /// One compiled schema for a tool's arguments.
 #[derive(Debug)]
 pub struct ArgumentSchema {
@@ -106,7 +108,7 @@ fn failure(err: &ValidationError<'_>) -> SchemaFailure {
             .as_str()
             .map_or_else(|| property.to_string(), str::to_owned);
         return SchemaFailure {
-            path: format!("{path}/{}", name.replace('~', "~0").replace('/', "~1")),
+            path: pointer(&path, &name),
             message: format!("'{name}' is a required property"),
         };
     }
@@ -117,7 +119,7 @@ fn failure(err: &ValidationError<'_>) -> SchemaFailure {
     {
         if let [one] = unexpected.as_slice() {
             return SchemaFailure {
-                path: format!("{path}/{}", one.replace('~', "~0").replace('/', "~1")),
+                path: pointer(&path, one),
                 message,
             };
         }
