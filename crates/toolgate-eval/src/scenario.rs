@@ -88,21 +88,21 @@ impl Evaluator {
                 return self.scenario(line, &scenario, options);
             }
         }
-        self.verdict(line, trimmed, &self.base, self.base.expectations(), options)
+        verdict(line, trimmed, &self.base, self.base.expectations(), options)
     }
 
     fn scenario(&self, line: u64, scenario: &Scenario<'_>, options: CheckOptions<'_>) -> Outcome {
         let payload = scenario.output.get().as_bytes();
         let Some(overrides) = scenario.policy.as_ref().filter(|o| !o.is_empty()) else {
-            return self.verdict(line, payload, &self.base, self.base.expectations(), options);
+            return verdict(line, payload, &self.base, self.base.expectations(), options);
         };
         match self.base.override_expectations(overrides) {
-            Some(Ok(expect)) => return self.verdict(line, payload, &self.base, &expect, options),
+            Some(Ok(expect)) => return verdict(line, payload, &self.base, &expect, options),
             Some(Err(err)) => return bad(line, "bad_policy", &err.to_string()),
             None => {}
         }
         match self.merged(overrides) {
-            Ok(policy) => self.verdict(line, payload, &policy, policy.expectations(), options),
+            Ok(policy) => verdict(line, payload, &policy, policy.expectations(), options),
             Err(err) => bad(line, "bad_policy", &err.to_string()),
         }
     }
@@ -132,32 +132,31 @@ impl Evaluator {
         }
         Ok(policy)
     }
+}
 
-    #[allow(clippy::unused_self)] // one place decides how a line is judged
-    fn verdict(
-        &self,
-        line: u64,
-        payload: &[u8],
-        policy: &Policy,
-        expect: &Expectations,
-        options: CheckOptions<'_>,
-    ) -> Outcome {
-        let detection = detect_with(payload, policy.limits());
-        if detection.format.is_none() && detection.calls.is_empty() {
-            let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(payload).is_ok();
-            let message = detection
-                .violations
-                .first()
-                .map_or("no payload", |v| v.message.as_str())
-                .to_owned();
-            return bad(
-                line,
-                if is_json { "no_payload" } else { "not_json" },
-                &message,
-            );
-        }
-        Outcome::Verdict(policy.judge_expecting(detection, options, expect))
+/// Judge one payload: a verdict, or a bad line when it holds no payload.
+fn verdict(
+    line: u64,
+    payload: &[u8],
+    policy: &Policy,
+    expect: &Expectations,
+    options: CheckOptions<'_>,
+) -> Outcome {
+    let detection = detect_with(payload, policy.limits());
+    if detection.format.is_none() && detection.calls.is_empty() {
+        let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(payload).is_ok();
+        let message = detection
+            .violations
+            .first()
+            .map_or("no payload", |v| v.message.as_str())
+            .to_owned();
+        return bad(
+            line,
+            if is_json { "no_payload" } else { "not_json" },
+            &message,
+        );
     }
+    Outcome::Verdict(policy.judge_expecting(detection, options, expect))
 }
 
 fn bad(line: u64, kind: &str, message: &str) -> Outcome {
