@@ -62,6 +62,9 @@ struct Expect {
     messages: Option<Vec<String>>,
     #[serde(default)]
     reasoning: Option<String>,
+    /// The `tool` of each violation, in order.
+    #[serde(default)]
+    tools: Option<Vec<Option<String>>>,
     /// The `path` of each violation, in order.
     #[serde(default)]
     paths: Option<Vec<Option<String>>>,
@@ -194,6 +197,8 @@ fn mismatches(case: &Case) -> Vec<String> {
         .map(|v| v.message.clone())
         .collect();
     compare(&mut wrong, "messages", expect.messages.as_ref(), &messages);
+    let tools: Vec<Option<String>> = verdict.violations.iter().map(|v| v.tool.clone()).collect();
+    compare(&mut wrong, "tools", expect.tools.as_ref(), &tools);
     let paths: Vec<Option<String>> = verdict.violations.iter().map(|v| v.path.clone()).collect();
     compare(&mut wrong, "paths", expect.paths.as_ref(), &paths);
     let arguments: Vec<Value> = json["calls"]

@@ -54,7 +54,7 @@ impl RequestTools {
         out.extend(problems.into_iter().map(|problem| Violation {
             code: ViolationCode::InvalidToolSchema,
             call: None,
-            tool: problem.tool_name().map(str::to_owned),
+            tool: problem.tool.clone(),
             path: None,
             message: format!("the request declares an invalid tool: {problem}"),
         }));

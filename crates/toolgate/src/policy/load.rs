@@ -521,10 +521,10 @@ pub(crate) fn declare(
 ) {
     for (path, decl) in decls {
         if declared.contains(&decl.name) {
-            problems.push(Problem::new(
-                &path,
-                format!("tool '{}' is declared twice", decl.name),
-            ));
+            problems.push(
+                Problem::new(&path, format!("tool '{}' is declared twice", decl.name))
+                    .for_tool(&decl.name),
+            );
             continue;
         }
         declared.insert(&decl.name);
@@ -542,10 +542,13 @@ pub(crate) fn declare(
                     spec.takes_no_arguments = declares_no_parameters(parameters);
                     match ArgumentSchema::compile(parameters, validate_formats) {
                         Ok(schema) => spec.schemas.push(schema),
-                        Err(why) => problems.push(Problem::new(
-                            &path,
-                            format!("tool '{}' has an invalid schema: {why}", decl.name),
-                        )),
+                        Err(why) => problems.push(
+                            Problem::new(
+                                &path,
+                                format!("tool '{}' has an invalid schema: {why}", decl.name),
+                            )
+                            .for_tool(&decl.name),
+                        ),
                     }
                 }
             }

@@ -349,6 +349,8 @@ pub fn lint(path: impl AsRef<Path>) -> Vec<Problem> {
 pub struct Problem {
     pub path: String,
     pub message: String,
+    /// The tool the problem is about, when it is about one.
+    pub tool: Option<String>,
 }
 
 impl Problem {
@@ -356,17 +358,14 @@ impl Problem {
         Problem {
             path: path.to_owned(),
             message: message.into(),
+            tool: None,
         }
     }
-}
 
-impl Problem {
-    /// The tool a problem is about, when its message names one
-    /// (`tool 'x' ...`).
-    #[must_use]
-    pub fn tool_name(&self) -> Option<&str> {
-        let rest = self.message.strip_prefix("tool '")?;
-        rest.split_once('\'').map(|(name, _)| name)
+    /// The same problem, about `tool`.
+    pub(crate) fn for_tool(mut self, tool: &str) -> Self {
+        self.tool = Some(tool.to_owned());
+        self
     }
 }
 
