@@ -137,7 +137,7 @@ fn progress_bar(size: Option<u64>) -> Option<indicatif::ProgressBar> {
     let bar = match size {
         Some(bytes) => indicatif::ProgressBar::new(bytes).with_style(
             indicatif::ProgressStyle::with_template(
-                "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} eta {eta}",
+                "{bar:24} {bytes}/{total_bytes} {msg} {binary_bytes_per_sec} eta {eta}",
             )
             .ok()?,
         ),
