@@ -352,13 +352,8 @@ fn tool_bars(out: &mut String, s: &Summary) -> fmt::Result {
         "Invalid calls per tool",
         "Invalid calls (with at least one violation) / the tool's calls · invalid share.",
     )?;
-    let mut tools: Vec<_> = s.tools.iter().filter(|(_, t)| t.invalid > 0).collect();
-    tools.sort_by(|a, b| {
-        b.1.invalid
-            .cmp(&a.1.invalid)
-            .then(b.1.calls.cmp(&a.1.calls))
-            .then(a.0.cmp(b.0))
-    });
+    let mut tools = s.tools_worst_first();
+    tools.retain(|(_, t)| t.invalid > 0);
     if tools.is_empty() {
         let text = if s.tools.is_empty() {
             "No tool calls were checked.".to_owned()
@@ -404,7 +399,7 @@ fn code_bars(out: &mut String, s: &Summary) -> fmt::Result {
         "Violation codes",
         "Violations per code · traces with at least one.",
     )?;
-    let codes = sorted_codes(s);
+    let codes = s.codes_by_count();
     if codes.is_empty() {
         return write!(
             out,
@@ -460,17 +455,6 @@ fn more(out: &mut String, hidden: usize, clean: usize, what: (&str, &str)) -> fm
 
 // ---------------------------------------------------------------- tables
 
-fn sorted_codes(s: &Summary) -> Vec<(&String, &crate::summary::CodeStats)> {
-    let mut codes: Vec<_> = s.codes.iter().collect();
-    codes.sort_by(|a, b| {
-        b.1.count
-            .cmp(&a.1.count)
-            .then(b.1.traces.cmp(&a.1.traces))
-            .then(a.0.cmp(b.0))
-    });
-    codes
-}
-
 fn section_open(out: &mut String, id: &str, title: &str, count: Option<u64>) -> fmt::Result {
     write!(out, "<section class=\"block\" id=\"{id}\">\n<h2>{title}")?;
     if let Some(count) = count {
@@ -486,21 +470,14 @@ fn tool_table(out: &mut String, s: &Summary) -> fmt::Result {
         out.push_str("<p class=\"empty\">No tool calls were checked.</p>\n</section>\n");
         return Ok(());
     }
-    let mut tools: Vec<_> = s.tools.iter().collect();
-    tools.sort_by(|a, b| {
-        b.1.invalid
-            .cmp(&a.1.invalid)
-            .then(b.1.calls.cmp(&a.1.calls))
-            .then(a.0.cmp(b.0))
-    });
+    let tools = s.tools_worst_first();
     out.push_str(
         "<div class=\"scroll\"><table class=\"wide\">\n<thead><tr><th>Tool</th><th class=\"num\">Calls</th>\
          <th class=\"num\">Invalid</th><th class=\"num\">Share</th><th>Top violation codes</th>\
          </tr></thead>\n<tbody>\n",
     );
     for (name, tool) in tools.iter().take(TOOL_ROWS) {
-        let mut codes: Vec<_> = tool.codes.iter().collect();
-        codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let codes = tool.codes_by_count();
         write!(
             out,
             "<tr><td class=\"mono name\"><div>{}</div></td><td class=\"num\">{}</td>\
@@ -561,7 +538,7 @@ fn code_table(out: &mut String, s: &Summary) -> fmt::Result {
          <th class=\"num\">Violations</th><th class=\"num\">Traces</th>\
          <th class=\"num\">Of all traces</th></tr></thead>\n<tbody>\n",
     );
-    for (code, stats) in sorted_codes(s) {
+    for (code, stats) in s.codes_by_count() {
         writeln!(
             out,
             "<tr><td class=\"mono name\"><div>{}</div></td><td class=\"num\">{}</td><td class=\"num\">{}</td>\

@@ -47,6 +47,45 @@ pub struct Summary {
     pub seconds: f64,
 }
 
+impl Summary {
+    /// The tools, most invalid calls first (then most calls, then name).
+    #[must_use]
+    pub fn tools_worst_first(&self) -> Vec<(&String, &ToolStats)> {
+        let mut tools: Vec<_> = self.tools.iter().collect();
+        tools.sort_by(|a, b| {
+            b.1.invalid
+                .cmp(&a.1.invalid)
+                .then(b.1.calls.cmp(&a.1.calls))
+                .then(a.0.cmp(b.0))
+        });
+        tools
+    }
+
+    /// The violation codes, most frequent first (then in most traces, then
+    /// by name).
+    #[must_use]
+    pub fn codes_by_count(&self) -> Vec<(&String, &CodeStats)> {
+        let mut codes: Vec<_> = self.codes.iter().collect();
+        codes.sort_by(|a, b| {
+            b.1.count
+                .cmp(&a.1.count)
+                .then(b.1.traces.cmp(&a.1.traces))
+                .then(a.0.cmp(b.0))
+        });
+        codes
+    }
+}
+
+impl ToolStats {
+    /// This tool's violation codes, most frequent first (then by name).
+    #[must_use]
+    pub fn codes_by_count(&self) -> Vec<(&String, &u64)> {
+        let mut codes: Vec<_> = self.codes.iter().collect();
+        codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        codes
+    }
+}
+
 /// How many worst traces a summary keeps.
 pub const WORST: usize = 20;
 /// How many failing traces a summary keeps (for the report's table).

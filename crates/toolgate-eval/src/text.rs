@@ -45,13 +45,7 @@ pub fn render(summary: &Summary) -> String {
 /// The per-tool table, worst first.
 fn tools(out: &mut String, s: &Summary) {
     if !s.tools.is_empty() {
-        let mut tools: Vec<_> = s.tools.iter().collect();
-        tools.sort_by(|a, b| {
-            b.1.invalid
-                .cmp(&a.1.invalid)
-                .then(b.1.calls.cmp(&a.1.calls))
-                .then(a.0.cmp(b.0))
-        });
+        let tools = s.tools_worst_first();
         let width = tools
             .iter()
             .take(TOOL_ROWS)
@@ -65,8 +59,7 @@ fn tools(out: &mut String, s: &Summary) {
             "tool", "calls", "invalid", "share"
         );
         for (name, tool) in tools.iter().take(TOOL_ROWS) {
-            let mut codes: Vec<_> = tool.codes.iter().collect();
-            codes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let codes = tool.codes_by_count();
             let top: Vec<String> = codes
                 .iter()
                 .take(3)
@@ -95,8 +88,7 @@ fn tools(out: &mut String, s: &Summary) {
 /// The per-code table, the worst traces and the lines without a trace.
 fn codes_and_lines(out: &mut String, s: &Summary) {
     if !s.codes.is_empty() {
-        let mut codes: Vec<_> = s.codes.iter().collect();
-        codes.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+        let codes = s.codes_by_count();
         let _ = writeln!(
             out,
             "\n{:<24}  {:>9}  {:>9}",
