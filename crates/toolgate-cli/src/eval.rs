@@ -9,16 +9,39 @@ use std::path::PathBuf;
 use anyhow::Context;
 use toolgate_eval::{Evaluator, Options, Progress, Sinks};
 
+/// The arguments of `toolgate eval`.
+#[derive(clap::Args)]
 pub(crate) struct Args {
-    pub(crate) dataset: PathBuf,
-    pub(crate) policy: Option<PathBuf>,
-    pub(crate) json: Option<PathBuf>,
-    pub(crate) out: Option<PathBuf>,
-    pub(crate) report: Option<PathBuf>,
-    pub(crate) min_score: Option<f64>,
-    pub(crate) min_pass_rate: Option<f64>,
-    pub(crate) strict: bool,
-    pub(crate) options: Options,
+    /// The dataset: one trace a line (any payload, or
+    /// {"output": ..., "policy": {...}}), a JSON array, or `-`.
+    dataset: PathBuf,
+    /// The policy file (YAML or JSON).
+    #[arg(long, short)]
+    policy: Option<PathBuf>,
+    /// Write the summary as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write one verdict per line, in input order.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Write a self-contained HTML report with charts.
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<PathBuf>,
+    /// Exit 1 when the mean score is below X.
+    #[arg(long, value_name = "X")]
+    min_score: Option<f64>,
+    /// Exit 1 when the pass rate is below X (0 to 1).
+    #[arg(long, value_name = "X")]
+    min_pass_rate: Option<f64>,
+    /// Stop at the first line that holds no trace (exit 2).
+    #[arg(long)]
+    strict: bool,
+    /// Also check the tool results of each trace.
+    #[arg(long)]
+    results: bool,
+    /// A trace without tool calls fails.
+    #[arg(long)]
+    require_calls: bool,
 }
 
 /// Runs the evaluation; `Ok(true)` when every gate is met.
@@ -34,18 +57,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
             );
         }
     }
-    let (value, dir) = match &args.policy {
-        Some(path) => (
-            toolgate::policy::read_value(path)
-                .map_err(|err| anyhow::anyhow!("{}: {err}", path.display()))?,
-            path.parent().map(PathBuf::from),
-        ),
-        None => (serde_json::json!({}), None),
-    };
-    let evaluator = Evaluator::new(value, dir, args.options).map_err(|err| match &args.policy {
-        Some(path) => anyhow::anyhow!("{}: {err}", path.display()),
-        None => anyhow::anyhow!("{err}"),
-    })?;
+    let evaluator = evaluator(args)?;
 
     let stdin = args.dataset.as_os_str() == "-";
     let name = args.dataset.display().to_string();
@@ -106,26 +118,53 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
 
+    Ok(gates_met(args, &summary))
+}
+
+/// The base policy, compiled, with the run's options.
+fn evaluator(args: &Args) -> anyhow::Result<Evaluator> {
+    let named = |err: &dyn std::fmt::Display| match &args.policy {
+        Some(path) => anyhow::anyhow!("{}: {err}", path.display()),
+        None => anyhow::anyhow!("{err}"),
+    };
+    let (value, dir) = match &args.policy {
+        Some(path) => (
+            toolgate::policy::read_value(path).map_err(|err| named(&err))?,
+            path.parent().map(PathBuf::from),
+        ),
+        None => (serde_json::json!({}), None),
+    };
+    let options = Options {
+        results: args.results,
+        require_calls: args.require_calls,
+    };
+    Evaluator::new(value, dir, options).map_err(|err| named(&err))
+}
+
+/// Whether the summary meets `--min-score` and `--min-pass-rate`, saying on
+/// stderr which one it misses.
+fn gates_met(args: &Args, summary: &toolgate_eval::Summary) -> bool {
     let mut met = true;
-    if let Some(min) = args.min_score {
-        if summary.mean_score < min {
-            eprintln!(
-                "toolgate: mean score {:.3} is below --min-score {min}",
-                summary.mean_score
-            );
+    for (what, flag, min, value) in [
+        (
+            "mean score",
+            "--min-score",
+            args.min_score,
+            summary.mean_score,
+        ),
+        (
+            "pass rate",
+            "--min-pass-rate",
+            args.min_pass_rate,
+            summary.pass_rate,
+        ),
+    ] {
+        if let Some(min) = min.filter(|&min| value < min) {
+            eprintln!("toolgate: {what} {value:.3} is below {flag} {min}");
             met = false;
         }
     }
-    if let Some(min) = args.min_pass_rate {
-        if summary.pass_rate < min {
-            eprintln!(
-                "toolgate: pass rate {:.3} is below --min-pass-rate {min}",
-                summary.pass_rate
-            );
-            met = false;
-        }
-    }
-    Ok(met)
+    met
 }
 
 /// A bar on stderr when it is a terminal: bytes of the file (with an ETA),

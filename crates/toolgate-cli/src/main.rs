@@ -69,38 +69,7 @@ enum Command {
     /// a policy: pass rate, mean score, a table per tool and per violation
     /// code. Exit 0, or 1 when --min-score / --min-pass-rate is not met,
     /// 2 for a usage or policy error.
-    Eval {
-        /// The dataset: one trace a line (any payload, or
-        /// {"output": ..., "policy": {...}}), a JSON array, or `-`.
-        dataset: PathBuf,
-        /// The policy file (YAML or JSON).
-        #[arg(long, short)]
-        policy: Option<PathBuf>,
-        /// Write the summary as JSON.
-        #[arg(long, value_name = "FILE")]
-        json: Option<PathBuf>,
-        /// Write one verdict per line, in input order.
-        #[arg(long, value_name = "FILE")]
-        out: Option<PathBuf>,
-        /// Write a self-contained HTML report with charts.
-        #[arg(long, value_name = "FILE.html")]
-        report: Option<PathBuf>,
-        /// Exit 1 when the mean score is below X.
-        #[arg(long, value_name = "X")]
-        min_score: Option<f64>,
-        /// Exit 1 when the pass rate is below X (0 to 1).
-        #[arg(long, value_name = "X")]
-        min_pass_rate: Option<f64>,
-        /// Stop at the first line that holds no trace (exit 2).
-        #[arg(long)]
-        strict: bool,
-        /// Also check the tool results of each trace.
-        #[arg(long)]
-        results: bool,
-        /// A trace without tool calls fails.
-        #[arg(long)]
-        require_calls: bool,
-    },
+    Eval(eval::Args),
     /// Work with policy files.
     Policy {
         #[command(subcommand)]
@@ -175,31 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             writeln!(stdout)?;
             Ok(verdict.passed)
         }
-        Command::Eval {
-            dataset,
-            policy,
-            json,
-            out,
-            report,
-            min_score,
-            min_pass_rate,
-            strict,
-            results,
-            require_calls,
-        } => eval::run(&eval::Args {
-            dataset,
-            policy,
-            json,
-            out,
-            report,
-            min_score,
-            min_pass_rate,
-            strict,
-            options: toolgate_eval::Options {
-                results,
-                require_calls,
-            },
-        }),
+        Command::Eval(args) => eval::run(&args),
         Command::Policy {
             command: PolicyCommand::Lint { policy },
         } => {
