@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod eval;
+mod serve;
 
 /// Checking allocates many small values per call, on every core at once
 /// in `eval`; mimalloc keeps that fast where glibc's allocator spends
@@ -70,6 +71,10 @@ enum Command {
     /// code. Exit 0, or 1 when --min-score / --min-pass-rate is not met,
     /// 2 for a usage or policy error.
     Eval(eval::Args),
+    /// Run the gateway: proxy /v1/chat/completions, /v1/responses and
+    /// /v1/messages to the upstream, checking every tool call and tool
+    /// result; also /v1/validate, /healthz and /metrics.
+    Serve(serve::Args),
     /// Work with policy files.
     Policy {
         #[command(subcommand)]
@@ -89,6 +94,13 @@ enum PolicyCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLGATE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -133,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 results,
                 require_calls,
                 caller: caller.as_ref(),
+                counter: None,
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();
@@ -145,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             Ok(verdict.passed)
         }
         Command::Eval(args) => eval::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Policy {
             command: PolicyCommand::Lint { policy },
         } => {

@@ -81,6 +81,7 @@ impl Evaluator {
             results: self.options.results,
             require_calls: self.options.require_calls,
             caller: None,
+            counter: None,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
         if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {

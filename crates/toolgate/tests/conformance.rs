@@ -153,6 +153,7 @@ fn mismatches(case: &Case) -> Vec<String> {
         results: case.results,
         require_calls: case.require_calls,
         caller: case.caller.as_ref(),
+        counter: None,
     };
     let verdict = policy.check_with(&payload(case), options);
     let json = serde_json::to_value(&verdict).unwrap();

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use crate::check::RateCounter;
 use crate::model::{Arguments, Caller};
 use crate::policy::access::{Access, LimitKey, Rule};
 use crate::verdict::{pointer, Violation, ViolationCode};
@@ -132,13 +133,22 @@ fn rule_context(
     context
 }
 
-/// Calls counted per limit and key, within one trace.
+/// Calls counted per limit and key: within one trace, or by a shared
+/// counter across checks.
 #[derive(Debug, Default)]
-pub(crate) struct Counts {
+pub(crate) struct Counts<'a> {
     seen: HashMap<(usize, String), u64>,
+    shared: Option<&'a dyn RateCounter>,
 }
 
-impl Counts {
+impl<'a> Counts<'a> {
+    pub(crate) fn new(shared: Option<&'a dyn RateCounter>) -> Self {
+        Counts {
+            seen: HashMap::new(),
+            shared,
+        }
+    }
+
     /// Count a call that passed every other check; past a limit it is
     /// `rate_limited`.
     pub(crate) fn count(
@@ -162,9 +172,16 @@ impl Counts {
                     .and_then(|map| map.get(arg))
                     .map_or_else(|| "null".to_owned(), Value::to_string),
             };
-            let seen = self.seen.entry((at, key)).or_insert(0);
-            *seen += 1;
-            if *seen > limit.max && over.is_none() {
+            let seen = match self.shared {
+                // A counter that fails denies: fail closed.
+                Some(shared) => shared.hit(at, limit, &key).unwrap_or(u64::MAX),
+                None => {
+                    let seen = self.seen.entry((at, key)).or_insert(0);
+                    *seen += 1;
+                    *seen
+                }
+            };
+            if seen > limit.max && over.is_none() {
                 over = Some(Violation::call(
                     ViolationCode::RateLimited,
                     call,

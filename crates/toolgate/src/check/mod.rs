@@ -21,11 +21,12 @@ pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};
 use crate::model::{Caller, ToolCall};
+use crate::policy::access::RateLimit;
 use crate::policy::{Expectations, Policy};
 use crate::verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
 
 /// How to check, beyond what the policy says.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CheckOptions<'a> {
     /// Also check the tool results in the payload (`check --results`).
     pub results: bool,
@@ -35,9 +36,51 @@ pub struct CheckOptions<'a> {
     /// Who is calling, for roles, rules and per-caller limits
     /// (`check --caller C.json`).
     pub caller: Option<&'a Caller>,
+    /// Where rate limits count: across requests for a gateway. Without
+    /// one, limits count within this payload only (`check`, `eval`).
+    pub counter: Option<&'a dyn RateCounter>,
+}
+
+/// Counts calls against the policy's rate limits across checks (the
+/// gateway's shared counters). Implementations must be cheap and must not
+/// block for long: they run inside a check.
+pub trait RateCounter: std::fmt::Debug + Sync {
+    /// Record one call under limit number `limit` (its place in `limits`)
+    /// and `key` (the caller id, the argument value, or empty for a global
+    /// limit); return how many calls the current window of `rule.per`
+    /// holds, this one included. An error counts as past the limit.
+    fn hit(&self, limit: usize, rule: &RateLimit, key: &str) -> Result<u64, String>;
+}
+
+/// The names a request's calls may have: the policy's and those the
+/// request declares. Built once per request by [`Policy::names_for`], so
+/// that a stream's call can be refused by name as soon as its name is known.
+#[derive(Debug, Default)]
+pub struct RequestNames {
+    declared: Option<crate::policy::names::NameSet>,
 }
 
 impl Policy {
+    /// The names calls may have, given the tools a request declares (its
+    /// `tools` array, as [`Detection::tools`] holds it).
+    #[must_use]
+    pub fn names_for(&self, request_tools: &[serde_json::Value]) -> RequestNames {
+        if request_tools.is_empty() {
+            return RequestNames::default();
+        }
+        let mut ignored = Vec::new();
+        RequestNames {
+            declared: Some(RequestTools::compile(self, request_tools, &mut ignored).names),
+        }
+    }
+
+    /// The violation of a call named `name` on its name alone (`forbidden`,
+    /// `not_allowed`), if any: what a complete check would also find.
+    #[must_use]
+    pub fn name_violation(&self, names: &RequestNames, name: &str) -> Option<Violation> {
+        name::violation(self, names.declared.as_ref(), 0, name)
+    }
+
     /// Read `bytes` (any wire format) and check every call.
     #[must_use]
     pub fn check(&self, bytes: &[u8]) -> Verdict {
@@ -84,7 +127,7 @@ impl Policy {
         let mut verdicts = Vec::with_capacity(calls.len());
         let mut valid = 0;
         let reused = reused_ids(&calls);
-        let mut limits = access::Counts::default();
+        let mut limits = access::Counts::new(options.counter);
         for (call, reuses) in calls.into_iter().zip(reused) {
             let verdict =
                 self.check_call(call, reuses, request.as_ref(), options.caller, &mut limits);

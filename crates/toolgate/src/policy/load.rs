@@ -53,7 +53,17 @@ const LIMIT_KEYS: [&str; 4] = [
     "max_calls",
     "max_argument_bytes",
 ];
-const GATEWAY_KEYS: [&str; 3] = ["upstream", "on_violation", "max_retries"];
+const GATEWAY_KEYS: [&str; 9] = [
+    "upstream",
+    "upstream_key",
+    "listen",
+    "on_violation",
+    "max_retries",
+    "max_request_bytes",
+    "max_response_bytes",
+    "connect_timeout",
+    "upstream_timeout",
+];
 const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
 
 /// Bounds on reading a policy or tools file: generous, but bounded.
@@ -179,6 +189,25 @@ impl Loader<'_> {
             policy.gateway = self
                 .section::<GatewaySettings>(key, v, &GATEWAY_KEYS)
                 .unwrap_or_default();
+            for (name, seconds) in [
+                ("connect_timeout", policy.gateway.connect_timeout),
+                ("upstream_timeout", policy.gateway.upstream_timeout),
+            ] {
+                if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+                    self.problem(
+                        &format!("{key}.{name}"),
+                        "must be a number of seconds above 0 and at most 86400",
+                    );
+                }
+            }
+            for (name, bytes) in [
+                ("max_request_bytes", policy.gateway.max_request_bytes),
+                ("max_response_bytes", policy.gateway.max_response_bytes),
+            ] {
+                if bytes == Some(0) {
+                    self.problem(&format!("{key}.{name}"), "must be 1 or more");
+                }
+            }
         }
         if let Some((key, v)) = get("audit") {
             policy.audit = self

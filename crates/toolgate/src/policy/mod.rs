@@ -155,20 +155,42 @@ pub enum OnViolation {
 }
 
 /// `gateway`: settings of `toolgate serve`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GatewaySettings {
+    /// Base URL of the upstream API; the request path is appended.
     pub upstream: Option<String>,
+    /// The key sent upstream instead of the client's (`Authorization:
+    /// Bearer` on OpenAI routes, `x-api-key` on Anthropic's). Write
+    /// `${env.NAME}` to read it from the environment.
+    pub upstream_key: Option<String>,
+    /// Address to listen on (`--listen` wins).
+    pub listen: Option<String>,
     pub on_violation: OnViolation,
     pub max_retries: u32,
+    /// Largest request body accepted (default: `input_limits.max_payload_bytes`).
+    pub max_request_bytes: Option<usize>,
+    /// Largest upstream response read (default: `input_limits.max_payload_bytes`).
+    pub max_response_bytes: Option<usize>,
+    /// Seconds to connect to the upstream.
+    pub connect_timeout: f64,
+    /// Seconds the upstream may take: for a whole response, or between two
+    /// chunks of a stream.
+    pub upstream_timeout: f64,
 }
 
 impl Default for GatewaySettings {
     fn default() -> Self {
         GatewaySettings {
             upstream: None,
+            upstream_key: None,
+            listen: None,
             on_violation: OnViolation::Block,
             max_retries: 2,
+            max_request_bytes: None,
+            max_response_bytes: None,
+            connect_timeout: 10.0,
+            upstream_timeout: 600.0,
         }
     }
 }

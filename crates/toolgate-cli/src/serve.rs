@@ -1,0 +1,58 @@
+//! `toolgate serve`: the gateway on a socket until SIGTERM or Ctrl-C.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+/// Where the gateway listens when neither `--listen` nor `gateway.listen`
+/// says.
+const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The policy file (YAML or JSON): its `gateway` and `audit` sections
+    /// configure the gateway.
+    #[arg(long, short)]
+    policy: PathBuf,
+    /// Address to listen on [default: gateway.listen, else 127.0.0.1:8080].
+    #[arg(long)]
+    listen: Option<String>,
+    /// Base URL of the upstream API [default: gateway.upstream, else
+    /// $TOOLGATE_UPSTREAM].
+    #[arg(long)]
+    upstream: Option<String>,
+}
+
+pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
+    let text = std::fs::read(&args.policy)
+        .with_context(|| format!("cannot read {}", args.policy.display()))?;
+    let policy = toolgate::Policy::from_text(
+        std::str::from_utf8(&text)
+            .with_context(|| format!("{}: not UTF-8 text", args.policy.display()))?,
+        args.policy.parent(),
+    )
+    .map_err(|err| anyhow::anyhow!("{}: {err}", args.policy.display()))?;
+    let config = toolgate_gateway::Config::from_policy(&policy, args.upstream.as_deref())?;
+    let listen = args
+        .listen
+        .clone()
+        .or_else(|| policy.gateway().listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let upstream = config.upstream.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    runtime.block_on(async move {
+        let gateway = toolgate_gateway::Gateway::start(Arc::new(policy), &text, config)?;
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen}"))?;
+        let addr = listener.local_addr()?;
+        eprintln!("toolgate serve: listening on http://{addr}, upstream {upstream}");
+        toolgate_gateway::serve(listener, gateway, toolgate_gateway::shutdown_signal()).await?;
+        eprintln!("toolgate serve: stopped");
+        Ok(true)
+    })
+}

@@ -1,0 +1,107 @@
+//! Why a request did not get the upstream's answer. Each failure has one
+//! HTTP status, one error type in the body and one metric label, each
+//! given by a `match` without a catch-all arm.
+
+use axum::http::StatusCode;
+use toolgate::Verdict;
+
+/// A request that ends without the upstream's answer.
+#[derive(Debug, Clone)]
+pub enum Failure {
+    /// The policy lists callers and this request is none of them.
+    Unauthorized,
+    /// The request body is larger than `max_request_bytes`.
+    RequestTooLarge { max: usize },
+    /// The request body cannot be read as the route's JSON.
+    BadRequest(String),
+    /// A violation in the request or the response: the verdict says which.
+    Blocked(Box<Verdict>),
+    /// The upstream could not be reached or broke the connection.
+    UpstreamUnavailable(String),
+    /// The upstream took longer than `upstream_timeout`.
+    UpstreamTimeout,
+    /// The upstream's response is larger than `max_response_bytes`.
+    UpstreamTooLarge { max: usize },
+    /// The audit record could not be committed: nothing is released.
+    AuditUnavailable(String),
+    /// A bug: fail closed.
+    Internal(String),
+}
+
+impl Failure {
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Failure::Unauthorized => StatusCode::UNAUTHORIZED,
+            Failure::RequestTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Failure::BadRequest(_) | Failure::Blocked(_) => StatusCode::BAD_REQUEST,
+            Failure::UpstreamUnavailable(_) | Failure::UpstreamTooLarge { .. } => {
+                StatusCode::BAD_GATEWAY
+            }
+            Failure::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Failure::AuditUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The error `type` in the body, and the metric label.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Unauthorized => "authentication_error",
+            Failure::RequestTooLarge { .. } => "request_too_large",
+            Failure::BadRequest(_) => "invalid_request_error",
+            Failure::Blocked(_) => "guardrails_violation",
+            Failure::UpstreamUnavailable(_) => "upstream_unavailable",
+            Failure::UpstreamTimeout => "upstream_timeout",
+            Failure::UpstreamTooLarge { .. } => "upstream_response_too_large",
+            Failure::AuditUnavailable(_) => "audit_unavailable",
+            Failure::Internal(_) => "internal_error",
+        }
+    }
+
+    /// The OpenAI-style `code`: the first violation's code when blocked.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Failure::Blocked(verdict) => verdict
+                .violations
+                .first()
+                .map_or("guardrails_violation", |v| v.code.as_str()),
+            other => other.kind(),
+        }
+    }
+
+    /// What a person reads: no argument value, no key.
+    #[must_use]
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Unauthorized => {
+                "toolgate: no known caller: send the caller's key as `Authorization: Bearer <key>` (or the configured caller header)".to_owned()
+            }
+            Failure::RequestTooLarge { max } => {
+                format!("toolgate: the request body is larger than {max} bytes")
+            }
+            Failure::BadRequest(why) => format!("toolgate: {why}"),
+            Failure::Blocked(verdict) => format!("toolgate blocked this: {}", verdict.reasoning),
+            Failure::UpstreamUnavailable(why) => format!("toolgate: the upstream is unavailable: {why}"),
+            Failure::UpstreamTimeout => "toolgate: the upstream did not answer in time".to_owned(),
+            Failure::UpstreamTooLarge { max } => {
+                format!("toolgate: the upstream's response is larger than {max} bytes")
+            }
+            Failure::AuditUnavailable(why) => {
+                format!("toolgate: the audit record could not be written, so nothing was released: {why}")
+            }
+            Failure::Internal(why) => format!("toolgate: internal error: {why}"),
+        }
+    }
+
+    /// The verdict, when blocked.
+    #[must_use]
+    pub fn verdict(&self) -> Option<&Verdict> {
+        match self {
+            Failure::Blocked(verdict) => Some(verdict),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Prometheus metrics, named `toolgate_<what>_<unit>` with bounded labels:
+//! a route, an outcome, a violation code or a failure kind, never a
+//! message or a tool name.
+//!
+//! - `toolgate_requests_total{route, outcome}`: outcome `released`,
+//!   `blocked` or `failed`.
+//! - `toolgate_calls_checked_total{route}`: tool calls checked (responses
+//!   and `/v1/validate`).
+//! - `toolgate_blocks_total{code}`: blocked requests, once per violation
+//!   code they held.
+//! - `toolgate_failures_total{kind}`: requests that failed otherwise
+//!   (upstream down or slow, audit unavailable, ...).
+//! - `toolgate_request_duration_seconds{route}`,
+//!   `toolgate_check_duration_seconds{route}`,
+//!   `toolgate_upstream_duration_seconds{route}`: histograms.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use toolgate::Verdict;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    code: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+type Histograms = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+/// The gateway's metrics and their registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    calls: Family<RouteLabels, Counter>,
+    blocks: Family<CodeLabels, Counter>,
+    failures: Family<KindLabels, Counter>,
+    request_seconds: Histograms,
+    check_seconds: Histograms,
+    upstream_seconds: Histograms,
+}
+
+fn latency() -> Histogram {
+    // 10 µs to about 84 s.
+    Histogram::new(exponential_buckets(0.000_01, 2.0, 24))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("toolgate");
+        let requests = Family::<RequestLabels, Counter>::default();
+        let calls = Family::<RouteLabels, Counter>::default();
+        let blocks = Family::<CodeLabels, Counter>::default();
+        let failures = Family::<KindLabels, Counter>::default();
+        let request_seconds: Histograms = Family::new_with_constructor(latency);
+        let check_seconds: Histograms = Family::new_with_constructor(latency);
+        let upstream_seconds: Histograms = Family::new_with_constructor(latency);
+        registry.register(
+            "requests",
+            "Requests answered, by route and outcome",
+            requests.clone(),
+        );
+        registry.register("calls_checked", "Tool calls checked", calls.clone());
+        registry.register(
+            "blocks",
+            "Blocked requests, by violation code",
+            blocks.clone(),
+        );
+        registry.register(
+            "failures",
+            "Requests failed for another reason, by kind",
+            failures.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from the request to the last byte released",
+            request_seconds.clone(),
+        );
+        registry.register(
+            "check_duration_seconds",
+            "Time spent checking (detection, policy, verdict)",
+            check_seconds.clone(),
+        );
+        registry.register(
+            "upstream_duration_seconds",
+            "Time until the upstream's response headers",
+            upstream_seconds.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            calls,
+            blocks,
+            failures,
+            request_seconds,
+            check_seconds,
+            upstream_seconds,
+        }
+    }
+}
+
+impl Metrics {
+    /// A verdict was reached on `route` in `took`.
+    pub fn checked(&self, route: &'static str, verdict: &Verdict, took: Duration) {
+        self.calls
+            .get_or_create(&RouteLabels { route })
+            .inc_by(verdict.calls.len() as u64);
+        self.check_seconds
+            .get_or_create(&RouteLabels { route })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A request was blocked by `verdict`.
+    pub fn blocked(&self, route: &'static str, verdict: &Verdict, took: Duration) {
+        let mut codes: Vec<&'static str> =
+            verdict.violations.iter().map(|v| v.code.as_str()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        for code in codes {
+            self.blocks.get_or_create(&CodeLabels { code }).inc();
+        }
+        self.finished(route, "blocked", took);
+    }
+
+    /// A request failed for a reason other than a violation.
+    pub fn failed(&self, route: &'static str, kind: &'static str, took: Duration) {
+        self.failures.get_or_create(&KindLabels { kind }).inc();
+        self.finished(route, "failed", took);
+    }
+
+    /// A response was released.
+    pub fn released(&self, route: &'static str, took: Duration) {
+        self.finished(route, "released", took);
+    }
+
+    pub fn upstream(&self, route: &'static str, took: Duration) {
+        self.upstream_seconds
+            .get_or_create(&RouteLabels { route })
+            .observe(took.as_secs_f64());
+    }
+
+    fn finished(&self, route: &'static str, outcome: &'static str, took: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels { route, outcome })
+            .inc();
+        self.request_seconds
+            .get_or_create(&RouteLabels { route })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The OpenMetrics text.
+    #[must_use]
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

@@ -1,0 +1,159 @@
+//! The routes' wire formats: where a route lives, how its errors look (so
+//! the official SDKs raise their usual error), how its key is sent, and how
+//! a blocked turn is sent back to the model (`on_violation: retry`).
+
+mod anthropic;
+mod openai;
+
+use axum::http::{header, HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use toolgate::Verdict;
+
+use crate::error::Failure;
+
+/// One of the proxied APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// `POST /v1/chat/completions`
+    OpenAiChat,
+    /// `POST /v1/responses`
+    OpenAiResponses,
+    /// `POST /v1/messages`
+    Anthropic,
+}
+
+impl Provider {
+    pub const ALL: [Provider; 3] = [
+        Provider::OpenAiChat,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+    ];
+
+    /// The route, which is also the path appended to the upstream.
+    #[must_use]
+    pub fn path(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "/v1/chat/completions",
+            Provider::OpenAiResponses => "/v1/responses",
+            Provider::Anthropic => "/v1/messages",
+        }
+    }
+
+    /// The metric and audit label.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Provider::OpenAiChat => "chat_completions",
+            Provider::OpenAiResponses => "responses",
+            Provider::Anthropic => "messages",
+        }
+    }
+
+    /// The error body of `failure`, in the route's shape.
+    #[must_use]
+    pub fn error_body(self, failure: &Failure) -> Value {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => openai::error_body(failure),
+            Provider::Anthropic => anthropic::error_body(failure),
+        }
+    }
+
+    /// The HTTP answer for `failure`.
+    #[must_use]
+    pub fn failure_response(self, failure: &Failure) -> Response {
+        let body = serde_json::to_vec(&self.error_body(failure)).unwrap_or_default();
+        (
+            failure.status(),
+            [(header::CONTENT_TYPE, "application/json")],
+            Bytes::from(body),
+        )
+            .into_response()
+    }
+
+    /// The stream event that replaces whatever was held when a stream is
+    /// blocked or fails.
+    #[must_use]
+    pub fn error_event(self, failure: &Failure) -> Vec<u8> {
+        let body = self.error_body(failure);
+        let event = match self {
+            Provider::OpenAiChat => body,
+            Provider::OpenAiResponses => openai::responses_error_event(failure, body),
+            Provider::Anthropic => body,
+        };
+        let data = serde_json::to_string(&event).unwrap_or_default();
+        match self {
+            Provider::OpenAiChat => format!("data: {data}\n\n").into_bytes(),
+            Provider::OpenAiResponses | Provider::Anthropic => {
+                format!("event: error\ndata: {data}\n\n").into_bytes()
+            }
+        }
+    }
+
+    /// The header that carries an API key to this upstream.
+    pub fn key_header(self, key: &str) -> Option<(HeaderName, HeaderValue)> {
+        match self {
+            Provider::OpenAiChat | Provider::OpenAiResponses => Some((
+                header::AUTHORIZATION,
+                HeaderValue::from_str(&format!("Bearer {key}")).ok()?,
+            )),
+            Provider::Anthropic => Some((
+                HeaderName::from_static("x-api-key"),
+                HeaderValue::from_str(key).ok()?,
+            )),
+        }
+    }
+
+    /// Extend `request` with the blocked turn of `response` and, for each
+    /// of its calls, a tool result telling the model what was wrong. False
+    /// when the turn cannot be sent back (no call to answer, a shape we do
+    /// not know): then the response is blocked.
+    #[must_use]
+    pub fn retry(self, request: &mut Value, response: &Value, verdict: &Verdict) -> bool {
+        match self {
+            Provider::OpenAiChat => openai::retry_chat(request, response, verdict),
+            Provider::OpenAiResponses => openai::retry_responses(request, response, verdict),
+            Provider::Anthropic => anthropic::retry(request, response, verdict),
+        }
+    }
+}
+
+/// The tool result the model reads for the call with id `id`: why it was
+/// blocked (violation messages name arguments and rules, never values), or
+/// that it did not run because another call of its turn was blocked.
+pub(crate) fn feedback(verdict: &Verdict, id: &str) -> String {
+    let call = verdict
+        .calls
+        .iter()
+        .find(|call| call.id.as_deref() == Some(id));
+    match call {
+        Some(call) if !call.violations.is_empty() => {
+            let reasons: Vec<&str> = call.violations.iter().map(|v| v.message.as_str()).collect();
+            format!(
+                "toolgate blocked this tool call; it did not run: {}. Correct the call and try again.",
+                reasons.join("; ")
+            )
+        }
+        _ if !verdict.violations.iter().any(|v| v.call.is_none()) => {
+            "toolgate did not run this tool call because another call in the same turn was blocked; call it again if it is still needed.".to_owned()
+        }
+        _ => format!(
+            "toolgate blocked this turn; no tool call ran: {}",
+            verdict.reasoning
+        ),
+    }
+}
+
+/// The verdict as JSON for an error body.
+pub(crate) fn verdict_json(failure: &Failure) -> Value {
+    failure
+        .verdict()
+        .and_then(|v| serde_json::to_value(v).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// `{"role": .., "content": ..}` for a request whose input is a string.
+pub(crate) fn user_text(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}

@@ -1,0 +1,103 @@
+//! OpenAI Chat Completions and Responses: `{"error": {...}}` bodies, and
+//! blocked turns sent back as `tool` messages or `function_call_output`
+//! items.
+
+use serde_json::{json, Map, Value};
+use toolgate::Verdict;
+
+use super::{feedback, user_text, verdict_json};
+use crate::error::Failure;
+
+pub(super) fn error_body(failure: &Failure) -> Value {
+    let mut error = Map::new();
+    error.insert("message".into(), Value::String(failure.message()));
+    error.insert("type".into(), Value::String(failure.kind().to_owned()));
+    error.insert("param".into(), Value::Null);
+    error.insert("code".into(), Value::String(failure.code().to_owned()));
+    if failure.verdict().is_some() {
+        error.insert("verdict".into(), verdict_json(failure));
+    }
+    json!({ "error": error })
+}
+
+/// A Responses stream's `error` event: its own fields, and the `error`
+/// object the SDKs raise on.
+pub(super) fn responses_error_event(failure: &Failure, body: Value) -> Value {
+    let mut event = Map::new();
+    event.insert("type".into(), Value::String("error".into()));
+    event.insert("code".into(), Value::String(failure.code().to_owned()));
+    event.insert("message".into(), Value::String(failure.message()));
+    event.insert("param".into(), Value::Null);
+    if let Value::Object(body) = body {
+        event.extend(body);
+    }
+    Value::Object(event)
+}
+
+pub(super) fn retry_chat(request: &mut Value, response: &Value, verdict: &Verdict) -> bool {
+    let Some(message) = response.pointer("/choices/0/message") else {
+        return false;
+    };
+    let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
+        return false;
+    };
+    if calls.is_empty() {
+        return false;
+    }
+    let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    messages.push(json!({
+        "role": "assistant",
+        "content": message.get("content").cloned().unwrap_or(Value::Null),
+        "tool_calls": calls,
+    }));
+    for call in calls {
+        let Some(id) = call.get("id").and_then(Value::as_str) else {
+            return false;
+        };
+        messages.push(json!({
+            "role": "tool",
+            "tool_call_id": id,
+            "content": feedback(verdict, id),
+        }));
+    }
+    true
+}
+
+pub(super) fn retry_responses(request: &mut Value, response: &Value, verdict: &Verdict) -> bool {
+    let Some(output) = response.get("output").and_then(Value::as_array) else {
+        return false;
+    };
+    let calls: Vec<&Value> = output
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("function_call"))
+        .collect();
+    if calls.is_empty() {
+        return false;
+    }
+    let Some(object) = request.as_object_mut() else {
+        return false;
+    };
+    let input = object.entry("input").or_insert(Value::Array(Vec::new()));
+    if let Value::String(text) = input {
+        *input = Value::Array(vec![user_text(text)]);
+    }
+    let Some(input) = input.as_array_mut() else {
+        return false;
+    };
+    // The turn as the model produced it (reasoning items stay with their
+    // calls), then one output per call.
+    input.extend(output.iter().cloned());
+    for call in calls {
+        let Some(id) = call.get("call_id").and_then(Value::as_str) else {
+            return false;
+        };
+        input.push(json!({
+            "type": "function_call_output",
+            "call_id": id,
+            "output": feedback(verdict, id),
+        }));
+    }
+    true
+}

@@ -1,0 +1,282 @@
+//! The request side: read the body within its bound, check the tool
+//! results it sends back, and pass it upstream with the right headers.
+
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde::Deserialize;
+use serde_json::Value;
+use toolgate::policy::Expectations;
+use toolgate::{detect_with, Caller, CheckOptions, Policy, Verdict, ViolationCode};
+
+use crate::error::Failure;
+use crate::providers::Provider;
+use crate::Gateway;
+
+/// The request id header: taken from the client, or generated.
+pub(crate) const REQUEST_ID: &str = "x-request-id";
+
+/// Read a body of at most `max` bytes.
+pub(crate) async fn read_body(body: axum::body::Body, max: usize) -> Result<Bytes, Failure> {
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => {
+            Err(Failure::RequestTooLarge { max })
+        }
+        Err(_) => Err(Failure::BadRequest(
+            "the request body could not be read".to_owned(),
+        )),
+    }
+}
+
+/// The client's `X-Request-Id` when it is a sane token (visible ASCII, at
+/// most 200 bytes), else a new UUID.
+pub(crate) fn request_id(headers: &HeaderMap) -> String {
+    headers
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|id| !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
+}
+
+/// The keys of a request the gateway reads itself; the rest goes upstream
+/// as sent.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Envelope {
+    #[serde(default)]
+    pub(crate) stream: Option<bool>,
+    #[serde(default)]
+    pub(crate) model: Option<Value>,
+}
+
+impl Envelope {
+    pub(crate) fn read(body: &[u8]) -> Result<Envelope, Failure> {
+        if !body.trim_ascii_start().starts_with(b"{") {
+            return Err(Failure::BadRequest(
+                "the request body must be a JSON object".to_owned(),
+            ));
+        }
+        serde_json::from_slice(body).map_err(|err| {
+            Failure::BadRequest(format!(
+                "the request body is not a valid request: {}",
+                toolgate_json_reason(&err)
+            ))
+        })
+    }
+
+    pub(crate) fn model(&self) -> Option<String> {
+        match &self.model {
+            Some(Value::String(model)) => Some(model.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A serde error's reason without the value it may quote.
+fn toolgate_json_reason(err: &serde_json::Error) -> String {
+    let at = format!("line {} column {}", err.line(), err.column());
+    let text = err.to_string();
+    if text.starts_with("duplicate field") {
+        let field = text.split('`').nth(1).unwrap_or_default();
+        format!("duplicate key `{field}` ({at})")
+    } else if err.is_data() {
+        format!("`stream` must be true or false ({at})")
+    } else {
+        format!("not valid JSON ({at})")
+    }
+}
+
+/// What the request declared and whether it may go upstream.
+pub(crate) struct RequestCheck {
+    /// The request's `tools`, merged with the policy's when its response
+    /// is checked.
+    pub(crate) tools: Vec<Value>,
+}
+
+/// Check what the request sends back: every tool result answers a call the
+/// conversation made, once, with its name; the request's own tool
+/// declarations are valid; the payload is readable and within its bounds.
+/// The calls of earlier turns were checked when they were made.
+pub(crate) fn check(
+    policy: &Policy,
+    body: &[u8],
+    caller: Option<&Caller>,
+) -> Result<RequestCheck, Box<Verdict>> {
+    let detection = detect_with(body, policy.limits());
+    let tools = detection.tools.clone();
+    let options = CheckOptions {
+        results: true,
+        caller,
+        ..CheckOptions::default()
+    };
+    let mut verdict = policy.judge_expecting(detection, options, &Expectations::default());
+    verdict.violations.retain(|v| blocks_a_request(v.code));
+    if verdict.violations.is_empty() {
+        return Ok(RequestCheck { tools });
+    }
+    verdict.passed = false;
+    verdict.label = toolgate::Label::Fail;
+    verdict.score = 0.0;
+    verdict.failures = verdict
+        .violations
+        .iter()
+        .map(|v| v.message.clone())
+        .collect();
+    verdict.reasoning = verdict.failures.join("; ");
+    Err(Box::new(verdict))
+}
+
+/// The codes that stop a request before the upstream sees it.
+fn blocks_a_request(code: ViolationCode) -> bool {
+    match code {
+        ViolationCode::MalformedPayload
+        | ViolationCode::InputLimitExceeded
+        | ViolationCode::InvalidToolSchema
+        | ViolationCode::ResultMissingCallId
+        | ViolationCode::ResultUnknownCallId
+        | ViolationCode::ResultDuplicateCallId
+        | ViolationCode::ResultNameMismatch
+        | ViolationCode::ResultMissingName
+        | ViolationCode::ResultBadContent
+        | ViolationCode::ResultMissing => true,
+        // Calls of earlier turns, and what the agent was expected to do:
+        // judged on responses and in evals, not on requests.
+        ViolationCode::MalformedArguments
+        | ViolationCode::DuplicateArgumentKey
+        | ViolationCode::NotAllowed
+        | ViolationCode::Forbidden
+        | ViolationCode::MissingRequiredParam
+        | ViolationCode::SchemaViolation
+        | ViolationCode::UnexpectedArguments
+        | ViolationCode::DuplicateCallId
+        | ViolationCode::UnauthorizedRole
+        | ViolationCode::UnauthorizedArgument
+        | ViolationCode::RateLimited
+        | ViolationCode::MissingExpectedTools
+        | ViolationCode::UsedForbiddenTools
+        | ViolationCode::TooFewTools
+        | ViolationCode::TooManyTools
+        | ViolationCode::OrderMismatch
+        | ViolationCode::ArgMismatch
+        | ViolationCode::NoToolCalls => false,
+    }
+}
+
+/// Headers never forwarded: hop-by-hop ones, those the client library sets
+/// again, and `accept-encoding` (the gateway must read the body it checks).
+fn dropped(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+    )
+}
+
+/// The headers sent upstream: the client's, less the dropped ones and the
+/// trusted caller header, with the upstream key when one is configured.
+pub(crate) fn upstream_headers(
+    gw: &Gateway,
+    provider: Provider,
+    headers: &HeaderMap,
+    request_id: &str,
+) -> HeaderMap {
+    let caller_header = gw.policy.access().caller_header.as_deref();
+    let mut out = HeaderMap::with_capacity(headers.len() + 2);
+    for (name, value) in headers {
+        if dropped(name) || caller_header.is_some_and(|h| name.as_str().eq_ignore_ascii_case(h)) {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    if let Some(key) = &gw.config.upstream_key {
+        out.remove(header::AUTHORIZATION);
+        out.remove("x-api-key");
+        if let Some((name, value)) = provider.key_header(key) {
+            out.insert(name, value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        out.insert(REQUEST_ID, value);
+    }
+    out
+}
+
+/// Response headers passed to the client: the upstream's, less hop-by-hop
+/// ones and the length (the gateway frames the body itself).
+pub(crate) fn client_headers(upstream: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(upstream.len() + 2);
+    for (name, value) in upstream {
+        if dropped(name) {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+/// Send `body` upstream; the headers of its answer within the timeout.
+pub(crate) async fn send(
+    gw: &Gateway,
+    provider: Provider,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<reqwest::Response, Failure> {
+    let url = format!("{}{}", gw.config.upstream, provider.path());
+    let sent = gw.client.post(url).headers(headers).body(body).send();
+    match tokio::time::timeout(gw.config.upstream_timeout, sent).await {
+        Err(_) => Err(Failure::UpstreamTimeout),
+        Ok(Err(err)) if err.is_timeout() => Err(Failure::UpstreamTimeout),
+        Ok(Err(err)) => Err(Failure::UpstreamUnavailable(upstream_reason(&err))),
+        Ok(Ok(response)) => Ok(response),
+    }
+}
+
+/// Why the upstream failed, without the URL's credentials or query.
+pub(crate) fn upstream_reason(err: &reqwest::Error) -> String {
+    if err.is_connect() {
+        "cannot connect".to_owned()
+    } else if err.is_body() || err.is_decode() {
+        "the response broke off".to_owned()
+    } else {
+        "the request failed".to_owned()
+    }
+}
+
+/// The whole body of `response`, within `max` bytes and the deadline.
+pub(crate) async fn read_response(
+    response: &mut reqwest::Response,
+    max: usize,
+    deadline: tokio::time::Instant,
+) -> Result<Bytes, Failure> {
+    if response
+        .content_length()
+        .is_some_and(|n| usize::try_from(n).map_or(true, |n| n > max))
+    {
+        return Err(Failure::UpstreamTooLarge { max });
+    }
+    let mut body = bytes::BytesMut::new();
+    loop {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => return Err(Failure::UpstreamTimeout),
+            Ok(Err(err)) if err.is_timeout() => return Err(Failure::UpstreamTimeout),
+            Ok(Err(err)) => return Err(Failure::UpstreamUnavailable(upstream_reason(&err))),
+            Ok(Ok(None)) => return Ok(body.freeze()),
+            Ok(Ok(Some(chunk))) => {
+                if body.len() + chunk.len() > max {
+                    return Err(Failure::UpstreamTooLarge { max });
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Streams: text passes through as it arrives; tool calls are held.
+//!
+//! The upstream's `text/event-stream` goes through an
+//! [`Assembler`](toolgate::Assembler) chunk by chunk. Each whole event is
+//! forwarded at once when it concerns no call and nothing is held before
+//! it (so the client sees events in their order); from the first event
+//! that concerns a call, everything is held. A call whose name alone is
+//! refused stops the stream at once. When the upstream ends, the whole
+//! stream is checked: if it passes, the record is committed, then the held
+//! events are released, the last one carrying the idempotency keys in an
+//! SSE comment (`: x-toolgate-idempotency-keys: k1,k2`) and in an HTTP
+//! trailer; if not, the held events are dropped and one
+//! `guardrails_violation` error event ends the stream. No fragment of a
+//! blocked call is ever sent.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body::Frame;
+use tokio::sync::mpsc;
+use toolgate::{Assembler, Framing, StreamEvent};
+
+use crate::error::Failure;
+use crate::proxy::{release_whole, Exchange, IDEMPOTENCY_KEYS};
+use crate::request;
+use crate::Gateway;
+
+/// Frames waiting for the client; small, so a slow client slows the
+/// upstream read instead of growing memory.
+const CLIENT_QUEUE: usize = 64;
+
+type Sender = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
+
+pub(crate) async fn run(
+    gw: Arc<Gateway>,
+    exchange: &mut Exchange,
+    upstream_headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let asked = Instant::now();
+    let mut upstream = request::send(&gw, exchange.provider, upstream_headers, body).await?;
+    gw.metrics.upstream(exchange.route(), asked.elapsed());
+    let status = upstream.status();
+    let mut headers = request::client_headers(upstream.headers());
+    let is_sse = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        });
+    if !status.is_success() || !is_sse {
+        // An error, or a whole body where a stream was asked for: read and
+        // check it whole.
+        let deadline = tokio::time::Instant::from_std(asked) + gw.config.upstream_timeout;
+        let answer =
+            request::read_response(&mut upstream, gw.config.max_response_bytes, deadline).await?;
+        return release_whole(&gw, exchange, status, headers, answer).await;
+    }
+    exchange.tag(&mut headers);
+    headers.insert(
+        axum::http::header::TRAILER,
+        HeaderValue::from_static(IDEMPOTENCY_KEYS),
+    );
+    let (sender, mut receiver) = mpsc::channel(CLIENT_QUEUE);
+    let exchange = Exchange {
+        provider: exchange.provider,
+        request_id: exchange.request_id.clone(),
+        caller: exchange.caller.take(),
+        model: exchange.model.take(),
+        stream: true,
+        tools: std::mem::take(&mut exchange.tools),
+        started: exchange.started,
+    };
+    tokio::spawn(async move {
+        pump(&gw, &exchange, upstream, &sender).await;
+    });
+    let body = http_body_util::StreamBody::new(futures_util::stream::poll_fn(move |cx| {
+        receiver.poll_recv(cx)
+    }));
+    let mut response = Response::new(axum::body::Body::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    Ok(response)
+}
+
+/// Why reading the upstream stopped.
+enum End {
+    /// The stream ended, or a call was refused early: judge what came.
+    Judge,
+    /// The upstream failed or stalled: nothing held is released.
+    Failed(Failure),
+    /// The client went away: stop.
+    ClientGone,
+}
+
+/// Read the upstream, forward what may pass, hold the rest, then release
+/// or block.
+async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response, out: &Sender) {
+    let mut assembler = Assembler::new(Framing::Sse, *gw.policy.limits());
+    let names = gw.policy.names_for(&exchange.tools);
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    let end = loop {
+        let chunk = match tokio::time::timeout(gw.config.upstream_timeout, upstream.chunk()).await {
+            Err(_) => break End::Failed(Failure::UpstreamTimeout),
+            Ok(Err(err)) if err.is_timeout() => break End::Failed(Failure::UpstreamTimeout),
+            Ok(Err(err)) => {
+                break End::Failed(Failure::UpstreamUnavailable(request::upstream_reason(&err)))
+            }
+            Ok(Ok(chunk)) => chunk,
+        };
+        let events = match &chunk {
+            Some(bytes) => assembler.push(bytes),
+            None => assembler.close(),
+        };
+        let mut refused = false;
+        for event in events {
+            match event {
+                StreamEvent::Frame { raw, hold, .. } => {
+                    if hold || !held.is_empty() {
+                        held.push(raw);
+                    } else if out.send(Ok(Frame::data(Bytes::from(raw)))).await.is_err() {
+                        break;
+                    }
+                }
+                StreamEvent::CallNamed { name, .. } => {
+                    refused |= gw.policy.name_violation(&names, &name).is_some();
+                }
+                StreamEvent::CallComplete { .. } => {}
+            }
+        }
+        if out.is_closed() {
+            break End::ClientGone;
+        }
+        if chunk.is_none() || refused || assembler.has_violation() {
+            break End::Judge;
+        }
+    };
+    let failure = match end {
+        End::ClientGone => return,
+        End::Failed(failure) => failure,
+        End::Judge => {
+            let verdict = exchange.judge(gw, assembler.finish());
+            let keys = if verdict.passed {
+                exchange.keys(&verdict)
+            } else {
+                Vec::new()
+            };
+            match exchange.audit(gw, &verdict, &keys, "response", 1).await {
+                Err(failure) => failure,
+                Ok(()) if verdict.passed => {
+                    release(gw, exchange, held, &keys, out).await;
+                    return;
+                }
+                Ok(()) => Failure::Blocked(Box::new(verdict)),
+            }
+        }
+    };
+    drop(upstream);
+    let took = exchange.started.elapsed();
+    match &failure {
+        Failure::Blocked(verdict) => gw.metrics.blocked(exchange.route(), verdict, took),
+        other => gw.metrics.failed(exchange.route(), other.kind(), took),
+    }
+    let event = exchange.provider.error_event(&failure);
+    let _ = out.send(Ok(Frame::data(Bytes::from(event)))).await;
+}
+
+/// Send the held events, the last one with the keys in a comment, then the
+/// keys as a trailer.
+async fn release(
+    gw: &Gateway,
+    exchange: &Exchange,
+    mut held: Vec<Vec<u8>>,
+    keys: &[String],
+    out: &Sender,
+) {
+    if !keys.is_empty() {
+        let comment = format!(": {IDEMPOTENCY_KEYS}: {}\n", keys.join(","));
+        let last = held
+            .iter()
+            .rposition(|raw| has_data(raw))
+            .or(held.len().checked_sub(1));
+        match last {
+            Some(at) => {
+                let raw = &mut held[at];
+                // A frame may start with the LF that ended the previous
+                // event's CR: the comment goes after it.
+                let start = usize::from(raw.first() == Some(&b'\n'));
+                raw.splice(start..start, comment.into_bytes());
+            }
+            None => held.push(format!("{comment}\n").into_bytes()),
+        }
+    }
+    for raw in held {
+        if out.send(Ok(Frame::data(Bytes::from(raw)))).await.is_err() {
+            return;
+        }
+    }
+    if !keys.is_empty() {
+        let mut trailers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_str(&keys.join(",")) {
+            trailers.insert(HeaderName::from_static(IDEMPOTENCY_KEYS), value);
+            let _ = out.send(Ok(Frame::trailers(trailers))).await;
+        }
+    }
+    gw.metrics
+        .released(exchange.route(), exchange.started.elapsed());
+}
+
+/// Whether an event's bytes hold a `data` field.
+fn has_data(raw: &[u8]) -> bool {
+    raw.split(|&b| b == b'\n' || b == b'\r').any(|line| {
+        let line = line.trim_ascii_start();
+        line.len() >= 4 && line[..4].eq_ignore_ascii_case(b"data")
+    })
+}
