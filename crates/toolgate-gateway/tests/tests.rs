@@ -1,1 +1,6 @@
+//! The gateway over real HTTP on 127.0.0.1, against a mock upstream that
+//! speaks each provider's wire format. One test binary (less linking).
 
+mod support;
+
+mod smoke;

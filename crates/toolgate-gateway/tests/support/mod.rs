@@ -1,0 +1,289 @@
+//! What every gateway test needs: a mock upstream on 127.0.0.1 that speaks
+//! the providers' wire formats (replaying captured bodies and streams, with
+//! pauses between events), a gateway started on a free port in front of
+//! it, and the captured fixtures.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::Value;
+use toolgate::Policy;
+use toolgate_gateway::{AuditStore, Config, Gateway};
+
+/// A captured payload under tests/fixtures.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = fixtures_root().join(path);
+    std::fs::read(&full).unwrap_or_else(|err| panic!("{}: {err}", full.display()))
+}
+
+pub fn fixtures_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// The events of an SSE body, each with its blank line, exactly as
+/// captured (CRLF or LF).
+pub fn sse_events(body: &[u8]) -> Vec<Vec<u8>> {
+    let mut events = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    while at < body.len() {
+        let rest = &body[at..];
+        let end = if rest.starts_with(b"\r\n\r\n") {
+            Some(4)
+        } else if rest.starts_with(b"\n\n") || rest.starts_with(b"\r\r") {
+            Some(2)
+        } else {
+            None
+        };
+        match end {
+            Some(n) => {
+                events.push(body[start..at + n].to_vec());
+                at += n;
+                start = at;
+            }
+            None => at += 1,
+        }
+    }
+    if start < body.len() {
+        events.push(body[start..].to_vec());
+    }
+    events
+}
+
+/// What the mock upstream answers next.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A whole body with this status and content type.
+    Body {
+        status: u16,
+        content_type: &'static str,
+        body: Vec<u8>,
+    },
+    /// A `text/event-stream`, one chunk at a time with `pause` before each.
+    Stream { chunks: Vec<Vec<u8>>, pause: Duration },
+    /// Headers after `delay` (longer than the gateway's timeout: 504).
+    Slow { delay: Duration, body: Vec<u8> },
+}
+
+impl Reply {
+    /// A 200 JSON body.
+    pub fn json(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::Body {
+            status: 200,
+            content_type: "application/json",
+            body: body.into(),
+        }
+    }
+
+    /// An SSE fixture replayed event by event with `pause` between events.
+    pub fn sse(body: &[u8], pause: Duration) -> Reply {
+        Reply::Stream {
+            chunks: sse_events(body),
+            pause,
+        }
+    }
+}
+
+/// One request the upstream received.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Seen {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).expect("the upstream received JSON")
+    }
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+/// A mock provider API on 127.0.0.1. Answers each request with the next
+/// scripted [`Reply`]; with none left, 500.
+#[derive(Clone)]
+pub struct Upstream {
+    pub addr: SocketAddr,
+    script: Arc<Script>,
+}
+
+impl Upstream {
+    pub async fn start() -> Upstream {
+        let script = Arc::new(Script::default());
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&script));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Upstream { addr, script }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queue the next answer.
+    pub fn reply(&self, reply: Reply) -> &Self {
+        self.script.replies.lock().unwrap().push_back(reply);
+        self
+    }
+
+    /// Every request received so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.script.seen.lock().unwrap().clone()
+    }
+}
+
+async fn answer(
+    State(script): State<Arc<Script>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    script.seen.lock().unwrap().push(Seen {
+        path: uri.path().to_owned(),
+        headers,
+        body,
+    });
+    let next = script.replies.lock().unwrap().pop_front();
+    match next {
+        None => (StatusCode::INTERNAL_SERVER_ERROR, "no reply scripted").into_response(),
+        Some(Reply::Body {
+            status,
+            content_type,
+            body,
+        }) => (
+            StatusCode::from_u16(status).unwrap(),
+            [("content-type", content_type)],
+            body,
+        )
+            .into_response(),
+        Some(Reply::Slow { delay, body }) => {
+            tokio::time::sleep(delay).await;
+            ([("content-type", "application/json")], body).into_response()
+        }
+        Some(Reply::Stream { chunks, pause }) => {
+            let stream = futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
+                let chunk = rest.next()?;
+                tokio::time::sleep(pause).await;
+                Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), rest))
+            });
+            (
+                [("content-type", "text/event-stream")],
+                Body::from_stream(stream),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// A gateway on 127.0.0.1 in front of an upstream, with its audit in a
+/// temporary directory.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub gateway: Arc<Gateway>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Running {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The SQLite audit file (the default store).
+    pub fn audit_db(&self) -> PathBuf {
+        self.dir.path().join("audit.db")
+    }
+
+    /// Every audit record, oldest first, as JSON.
+    pub fn audit_records(&self) -> Vec<Value> {
+        let conn = rusqlite::Connection::open(self.audit_db()).unwrap();
+        let mut statement = conn
+            .prepare("SELECT record FROM audit_requests ORDER BY rowid")
+            .unwrap();
+        let rows = statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .unwrap();
+        rows.map(|r| serde_json::from_str(&r.unwrap()).unwrap())
+            .collect()
+    }
+}
+
+/// Start a gateway with `policy` (YAML) in front of `upstream`. The audit
+/// goes to `audit.db` in a new temporary directory unless the policy names
+/// a store; `{dir}` in the policy is replaced by that directory.
+pub async fn gateway(policy: &str, upstream: &Upstream) -> Running {
+    start(policy, upstream, None).await
+}
+
+/// [`gateway`] with its own audit store.
+pub async fn gateway_with_store(policy: &str, upstream: &Upstream, store: Box<dyn AuditStore>) -> Running {
+    start(policy, upstream, Some(store)).await
+}
+
+async fn start(policy: &str, upstream: &Upstream, store: Option<Box<dyn AuditStore>>) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = policy.replace("{dir}", &dir.path().display().to_string());
+    if !text.contains("audit:") {
+        text.push_str(&format!(
+            "\naudit: {{sqlite: '{}'}}\n",
+            dir.path().join("audit.db").display()
+        ));
+    }
+    let compiled = Policy::from_text(&text, None).unwrap_or_else(|err| panic!("{err}"));
+    let config = Config::from_policy(&compiled, Some(&upstream.url())).unwrap();
+    let gateway = match store {
+        Some(store) => Gateway::with_store(Arc::new(compiled), text.as_bytes(), config, store),
+        None => Gateway::start(Arc::new(compiled), text.as_bytes(), config),
+    }
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serving = Arc::clone(&gateway);
+    tokio::spawn(async move {
+        toolgate_gateway::serve(listener, serving, std::future::pending()).await.unwrap();
+    });
+    Running { addr, gateway, dir }
+}
+
+/// A client that never retries and never pools across tests.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Read a streamed response: every chunk with the time it arrived.
+pub async fn read_stream(mut response: reqwest::Response) -> Vec<(std::time::Instant, Bytes)> {
+    let mut chunks = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        chunks.push((std::time::Instant::now(), chunk));
+    }
+    chunks
+}
+
+/// The body text of streamed chunks.
+pub fn joined(chunks: &[(std::time::Instant, Bytes)]) -> String {
+    let bytes: Vec<u8> = chunks.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+    String::from_utf8(bytes).unwrap()
+}
