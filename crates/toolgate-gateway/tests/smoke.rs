@@ -10,7 +10,11 @@ async fn a_valid_call_passes_and_a_bad_one_is_blocked() {
     let body = fixture("openai-chat/nonstream-parallel-weather-stock.json");
     upstream.reply(Reply::json(body.clone()));
     upstream.reply(Reply::json(body.clone()));
-    let gw = gateway("allowed_functions: [GetWeatherArgs, get_stock_price]", &upstream).await;
+    let gw = gateway(
+        "allowed_functions: [GetWeatherArgs, get_stock_price]",
+        &upstream,
+    )
+    .await;
     let request = r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#;
     let response = client()
         .post(gw.url("/v1/chat/completions"))
@@ -19,9 +23,16 @@ async fn a_valid_call_passes_and_a_bad_one_is_blocked() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let keys = response.headers()["x-toolgate-idempotency-keys"].to_str().unwrap().to_owned();
+    let keys = response.headers()["x-toolgate-idempotency-keys"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(keys.split(',').count(), 2);
-    assert_eq!(response.bytes().await.unwrap(), body, "released exactly as sent");
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        body,
+        "released exactly as sent"
+    );
 
     let blocked = gateway("allowed_functions: [get_stock_price]", &upstream).await;
     let response = client()

@@ -70,7 +70,10 @@ pub enum Reply {
         body: Vec<u8>,
     },
     /// A `text/event-stream`, one chunk at a time with `pause` before each.
-    Stream { chunks: Vec<Vec<u8>>, pause: Duration },
+    Stream {
+        chunks: Vec<Vec<u8>>,
+        pause: Duration,
+    },
     /// Headers after `delay` (longer than the gateway's timeout: 504).
     Slow { delay: Duration, body: Vec<u8> },
 }
@@ -181,11 +184,12 @@ async fn answer(
             ([("content-type", "application/json")], body).into_response()
         }
         Some(Reply::Stream { chunks, pause }) => {
-            let stream = futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
-                let chunk = rest.next()?;
-                tokio::time::sleep(pause).await;
-                Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), rest))
-            });
+            let stream =
+                futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
+                    let chunk = rest.next()?;
+                    tokio::time::sleep(pause).await;
+                    Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), rest))
+                });
             (
                 [("content-type", "text/event-stream")],
                 Body::from_stream(stream),
@@ -235,7 +239,11 @@ pub async fn gateway(policy: &str, upstream: &Upstream) -> Running {
 }
 
 /// [`gateway`] with its own audit store.
-pub async fn gateway_with_store(policy: &str, upstream: &Upstream, store: Box<dyn AuditStore>) -> Running {
+pub async fn gateway_with_store(
+    policy: &str,
+    upstream: &Upstream,
+    store: Box<dyn AuditStore>,
+) -> Running {
     start(policy, upstream, Some(store)).await
 }
 
@@ -259,7 +267,9 @@ async fn start(policy: &str, upstream: &Upstream, store: Option<Box<dyn AuditSto
     let addr = listener.local_addr().unwrap();
     let serving = Arc::clone(&gateway);
     tokio::spawn(async move {
-        toolgate_gateway::serve(listener, serving, std::future::pending()).await.unwrap();
+        toolgate_gateway::serve(listener, serving, std::future::pending())
+            .await
+            .unwrap();
     });
     Running { addr, gateway, dir }
 }
