@@ -4,3 +4,5 @@
 mod support;
 
 mod smoke;
+mod streams;
+mod whole;
