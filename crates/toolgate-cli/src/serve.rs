@@ -19,7 +19,7 @@ pub(crate) struct Args {
     #[arg(long)]
     listen: Option<String>,
     /// Base URL of the upstream API [default: gateway.upstream, else
-    /// $TOOLGATE_UPSTREAM].
+    /// `TOOLGATE_UPSTREAM`].
     #[arg(long)]
     upstream: Option<String>,
 }

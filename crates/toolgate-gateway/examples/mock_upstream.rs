@@ -166,162 +166,177 @@ fn halves(text: &str) -> (&str, &str) {
 }
 
 fn events(api: Api, answer: Answer) -> Vec<Vec<u8>> {
+    match api {
+        Api::Chat => chat_events(answer),
+        Api::Responses => responses_events(answer),
+        Api::Messages => messages_events(answer),
+    }
+}
+
+fn chat_events(answer: Answer) -> Vec<Vec<u8>> {
     let calls = answer.calls();
     let mut out = Vec::new();
-    match api {
-        Api::Chat => {
-            let chunk = |delta: Value, finish: Value| {
-                json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000,
-                       "model": "mock", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
-            };
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "created": 1_700_000_000,
+               "model": "mock", "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+    };
+    out.push(sse(
+        None,
+        &chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+    ));
+    for part in TEXT {
+        out.push(sse(None, &chunk(json!({"content": part}), Value::Null)));
+    }
+    for (at, (id, name, args)) in calls.iter().enumerate() {
+        let text = args.to_string();
+        let (a, b) = halves(&text);
+        out.push(sse(
+            None,
+            &chunk(
+                json!({"tool_calls": [{"index": at, "id": id, "type": "function",
+            "function": {"name": name, "arguments": ""}}]}),
+                Value::Null,
+            ),
+        ));
+        for part in [a, b] {
             out.push(sse(
                 None,
-                &chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+                &chunk(
+                    json!({"tool_calls": [{"index": at, "function": {"arguments": part}}]}),
+                    Value::Null,
+                ),
             ));
-            for part in TEXT {
-                out.push(sse(None, &chunk(json!({"content": part}), Value::Null)));
-            }
-            for (at, (id, name, args)) in calls.iter().enumerate() {
-                let text = args.to_string();
-                let (a, b) = halves(&text);
-                out.push(sse(
-                    None,
-                    &chunk(
-                        json!({"tool_calls": [{"index": at, "id": id, "type": "function",
-                    "function": {"name": name, "arguments": ""}}]}),
-                        Value::Null,
-                    ),
-                ));
-                for part in [a, b] {
-                    out.push(sse(
-                        None,
-                        &chunk(
-                            json!({"tool_calls": [{"index": at, "function": {"arguments": part}}]}),
-                            Value::Null,
-                        ),
-                    ));
-                }
-            }
-            let finish = if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            };
-            out.push(sse(None, &chunk(json!({}), json!(finish))));
-            out.push(b"data: [DONE]\n\n".to_vec());
-        }
-        Api::Responses => {
-            let whole = body(Api::Responses, answer);
-            let mut seq = 0;
-            let mut event = |name: &str, mut data: Value| {
-                data["type"] = json!(name);
-                data["sequence_number"] = json!(seq);
-                seq += 1;
-                sse(Some(name), &data)
-            };
-            let mut created = whole.clone();
-            created["status"] = json!("in_progress");
-            created["output"] = json!([]);
-            out.push(event("response.created", json!({"response": created})));
-            out.push(event("response.output_item.added", json!({"output_index": 0,
-                "item": {"type": "message", "id": "msg_mock", "status": "in_progress", "role": "assistant", "content": []}})));
-            for part in TEXT {
-                out.push(event(
-                    "response.output_text.delta",
-                    json!({"item_id": "msg_mock", "output_index": 0,
-                    "content_index": 0, "delta": part, "logprobs": []}),
-                ));
-            }
-            out.push(event(
-                "response.output_item.done",
-                json!({"output_index": 0, "item": whole["output"][0]}),
-            ));
-            for (at, (id, name, args)) in calls.iter().enumerate() {
-                let index = at + 1;
-                let item_id = format!("fc_{id}");
-                out.push(event("response.output_item.added", json!({"output_index": index,
-                    "item": {"type": "function_call", "id": item_id, "call_id": id, "name": name, "arguments": "", "status": "in_progress"}})));
-                let text = args.to_string();
-                let (a, b) = halves(&text);
-                for part in [a, b] {
-                    out.push(event(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id,
-                        "output_index": index, "delta": part}),
-                    ));
-                }
-                out.push(event(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": item_id,
-                    "output_index": index, "arguments": text, "name": name}),
-                ));
-                out.push(event(
-                    "response.output_item.done",
-                    json!({"output_index": index, "item": whole["output"][index]}),
-                ));
-            }
-            out.push(event("response.completed", json!({"response": whole})));
-        }
-        Api::Messages => {
-            let mut start = body(Api::Messages, answer);
-            start["content"] = json!([]);
-            start["stop_reason"] = Value::Null;
-            out.push(sse(
-                Some("message_start"),
-                &json!({"type": "message_start", "message": start}),
-            ));
-            out.push(sse(
-                Some("content_block_start"),
-                &json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}),
-            ));
-            for part in TEXT {
-                out.push(sse(
-                    Some("content_block_delta"),
-                    &json!({"type": "content_block_delta", "index": 0,
-                    "delta": {"type": "text_delta", "text": part}}),
-                ));
-            }
-            out.push(sse(
-                Some("content_block_stop"),
-                &json!({"type": "content_block_stop", "index": 0}),
-            ));
-            for (at, (id, name, args)) in calls.iter().enumerate() {
-                let index = at + 1;
-                out.push(sse(
-                    Some("content_block_start"),
-                    &json!({"type": "content_block_start", "index": index,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                ));
-                let text = args.to_string();
-                let (a, b) = halves(&text);
-                for part in [a, b] {
-                    out.push(sse(
-                        Some("content_block_delta"),
-                        &json!({"type": "content_block_delta", "index": index,
-                        "delta": {"type": "input_json_delta", "partial_json": part}}),
-                    ));
-                }
-                out.push(sse(
-                    Some("content_block_stop"),
-                    &json!({"type": "content_block_stop", "index": index}),
-                ));
-            }
-            let stop = if calls.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
-            };
-            out.push(sse(Some("message_delta"), &json!({"type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 10}})));
-            out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
         }
     }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    out.push(sse(None, &chunk(json!({}), json!(finish))));
+    out.push(b"data: [DONE]\n\n".to_vec());
     out
 }
 
-async fn handle(api: Api, pause: Duration, request: Bytes) -> Response {
-    let Ok(request) = serde_json::from_slice::<Value>(&request) else {
+fn responses_events(answer: Answer) -> Vec<Vec<u8>> {
+    let calls = answer.calls();
+    let mut out = Vec::new();
+    let whole = body(Api::Responses, answer);
+    let mut seq = 0;
+    let mut event = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        sse(Some(name), &data)
+    };
+    let mut created = whole.clone();
+    created["status"] = json!("in_progress");
+    created["output"] = json!([]);
+    out.push(event("response.created", json!({"response": created})));
+    out.push(event("response.output_item.added", json!({"output_index": 0,
+        "item": {"type": "message", "id": "msg_mock", "status": "in_progress", "role": "assistant", "content": []}})));
+    for part in TEXT {
+        out.push(event(
+            "response.output_text.delta",
+            json!({"item_id": "msg_mock", "output_index": 0,
+            "content_index": 0, "delta": part, "logprobs": []}),
+        ));
+    }
+    out.push(event(
+        "response.output_item.done",
+        json!({"output_index": 0, "item": whole["output"][0]}),
+    ));
+    for (at, (id, name, args)) in calls.iter().enumerate() {
+        let index = at + 1;
+        let item_id = format!("fc_{id}");
+        out.push(event("response.output_item.added", json!({"output_index": index,
+            "item": {"type": "function_call", "id": item_id, "call_id": id, "name": name, "arguments": "", "status": "in_progress"}})));
+        let text = args.to_string();
+        let (a, b) = halves(&text);
+        for part in [a, b] {
+            out.push(event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "delta": part}),
+            ));
+        }
+        out.push(event(
+            "response.function_call_arguments.done",
+            json!({"item_id": item_id,
+            "output_index": index, "arguments": text, "name": name}),
+        ));
+        out.push(event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": whole["output"][index]}),
+        ));
+    }
+    out.push(event("response.completed", json!({"response": whole})));
+    out
+}
+
+fn messages_events(answer: Answer) -> Vec<Vec<u8>> {
+    let calls = answer.calls();
+    let mut out = Vec::new();
+    let mut start = body(Api::Messages, answer);
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    out.push(sse(
+        Some("message_start"),
+        &json!({"type": "message_start", "message": start}),
+    ));
+    out.push(sse(
+        Some("content_block_start"),
+        &json!({"type": "content_block_start", "index": 0,
+        "content_block": {"type": "text", "text": ""}}),
+    ));
+    for part in TEXT {
+        out.push(sse(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": part}}),
+        ));
+    }
+    out.push(sse(
+        Some("content_block_stop"),
+        &json!({"type": "content_block_stop", "index": 0}),
+    ));
+    for (at, (id, name, args)) in calls.iter().enumerate() {
+        let index = at + 1;
+        out.push(sse(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        let text = args.to_string();
+        let (a, b) = halves(&text);
+        for part in [a, b] {
+            out.push(sse(
+                Some("content_block_delta"),
+                &json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": part}}),
+            ));
+        }
+        out.push(sse(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    let stop = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    out.push(sse(
+        Some("message_delta"),
+        &json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 10}}),
+    ));
+    out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    out
+}
+
+fn handle(api: Api, pause: Duration, request: &[u8]) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(request) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
     let answer = Answer::of(&request);
@@ -361,15 +376,15 @@ async fn main() -> std::io::Result<()> {
     let app = Router::new()
         .route(
             "/v1/chat/completions",
-            post(move |b: Bytes| handle(Api::Chat, pause, b)),
+            post(move |b: Bytes| async move { handle(Api::Chat, pause, &b) }),
         )
         .route(
             "/v1/responses",
-            post(move |b: Bytes| handle(Api::Responses, pause, b)),
+            post(move |b: Bytes| async move { handle(Api::Responses, pause, &b) }),
         )
         .route(
             "/v1/messages",
-            post(move |b: Bytes| handle(Api::Messages, pause, b)),
+            post(move |b: Bytes| async move { handle(Api::Messages, pause, &b) }),
         );
     let listener = tokio::net::TcpListener::bind(&listen).await?;
     eprintln!(

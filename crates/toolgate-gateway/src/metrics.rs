@@ -167,7 +167,7 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// The OpenMetrics text.
+    /// The metrics in the `OpenMetrics` text format.
     #[must_use]
     pub fn encode(&self) -> String {
         let mut out = String::new();

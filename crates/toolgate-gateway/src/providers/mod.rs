@@ -78,9 +78,8 @@ impl Provider {
     pub fn error_event(self, failure: &Failure) -> Vec<u8> {
         let body = self.error_body(failure);
         let event = match self {
-            Provider::OpenAiChat => body,
             Provider::OpenAiResponses => openai::responses_error_event(failure, body),
-            Provider::Anthropic => body,
+            Provider::OpenAiChat | Provider::Anthropic => body,
         };
         let data = serde_json::to_string(&event).unwrap_or_default();
         match self {
@@ -92,6 +91,7 @@ impl Provider {
     }
 
     /// The header that carries an API key to this upstream.
+    #[must_use]
     pub fn key_header(self, key: &str) -> Option<(HeaderName, HeaderValue)> {
         match self {
             Provider::OpenAiChat | Provider::OpenAiResponses => Some((

@@ -172,14 +172,13 @@ impl<'a> Counts<'a> {
                     .and_then(|map| map.get(arg))
                     .map_or_else(|| "null".to_owned(), Value::to_string),
             };
-            let seen = match self.shared {
-                // A counter that fails denies: fail closed.
-                Some(shared) => shared.hit(at, limit, &key).unwrap_or(u64::MAX),
-                None => {
-                    let seen = self.seen.entry((at, key)).or_insert(0);
-                    *seen += 1;
-                    *seen
-                }
+            // A shared counter that fails denies: fail closed.
+            let seen = if let Some(shared) = self.shared {
+                shared.hit(at, limit, &key).unwrap_or(u64::MAX)
+            } else {
+                let seen = self.seen.entry((at, key)).or_insert(0);
+                *seen += 1;
+                *seen
             };
             if seen > limit.max && over.is_none() {
                 over = Some(Violation::call(
