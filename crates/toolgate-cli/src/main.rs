@@ -146,6 +146,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 require_calls,
                 caller: caller.as_ref(),
                 counter: None,
+                as_written: false,
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();

@@ -82,6 +82,7 @@ impl Evaluator {
             require_calls: self.options.require_calls,
             caller: None,
             counter: None,
+            as_written: false,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
         if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {

@@ -50,6 +50,8 @@ impl Exchange {
         let options = CheckOptions {
             caller: self.caller.as_ref(),
             counter: Some(&gw.counter),
+            // The gateway forwards the arguments as the model wrote them.
+            as_written: true,
             ..CheckOptions::default()
         };
         let verdict = gw

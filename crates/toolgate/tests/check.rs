@@ -136,3 +136,31 @@ proptest! {
         prop_assert_eq!(verdict.passed, verdict.violations.is_empty());
     }
 }
+
+/// `as_written` (the gateway) checks arguments as the model wrote them:
+/// `normalize` would clean a value the executor still receives.
+#[test]
+fn as_written_checks_the_arguments_without_normalize() {
+    let policy = Policy::from_text(
+        "normalize: {strip_placeholder_strings: true}\nschema: {get_weather: {type: object, properties: {unit: {enum: [c, f]}}}}",
+        None,
+    )
+    .unwrap();
+    let payload = br#"[{"name": "get_weather", "arguments": {"unit": "none"}}]"#;
+    let cleaned = policy.check_with(payload, CheckOptions::default());
+    assert!(cleaned.passed, "{cleaned:?}");
+    assert_eq!(cleaned.calls[0].arguments.as_object().unwrap().len(), 0);
+    let written = policy.check_with(
+        payload,
+        CheckOptions {
+            as_written: true,
+            ..CheckOptions::default()
+        },
+    );
+    assert!(!written.passed);
+    assert_eq!(written.violations[0].code.as_str(), "schema_violation");
+    assert_eq!(
+        written.calls[0].arguments.as_object().unwrap()["unit"],
+        "none"
+    );
+}

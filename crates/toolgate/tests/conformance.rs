@@ -154,6 +154,7 @@ fn mismatches(case: &Case) -> Vec<String> {
         require_calls: case.require_calls,
         caller: case.caller.as_ref(),
         counter: None,
+        as_written: false,
     };
     let verdict = policy.check_with(&payload(case), options);
     let json = serde_json::to_value(&verdict).unwrap();

@@ -20,6 +20,7 @@ pub(crate) fn check(
     call: usize,
     name: &str,
     arguments: &mut Arguments,
+    normalize: bool,
     out: &mut Vec<Violation>,
 ) {
     let specs = [policy.tools.get(name), request.and_then(|r| r.get(name))];
@@ -42,7 +43,9 @@ pub(crate) fn check(
             }
         }
         Arguments::Object(map) => {
-            normalize::clean(map, &policy.normalize);
+            if normalize {
+                normalize::clean(map, &policy.normalize);
+            }
             for spec in specs.filter(|spec| takes_json(spec)) {
                 check_object(spec, call, name, map, out);
             }

@@ -39,6 +39,10 @@ pub struct CheckOptions<'a> {
     /// Where rate limits count: across requests for a gateway. Without
     /// one, limits count within this payload only (`check`, `eval`).
     pub counter: Option<&'a dyn RateCounter>,
+    /// Check the arguments exactly as written, without `normalize`: for a
+    /// gateway, which forwards them unchanged, so that what is validated
+    /// is what executes.
+    pub as_written: bool,
 }
 
 /// Counts calls against the policy's rate limits across checks (the
@@ -129,8 +133,7 @@ impl Policy {
         let reused = reused_ids(&calls);
         let mut limits = access::Counts::new(options.counter);
         for (call, reuses) in calls.into_iter().zip(reused) {
-            let verdict =
-                self.check_call(call, reuses, request.as_ref(), options.caller, &mut limits);
+            let verdict = self.check_call(call, reuses, request.as_ref(), options, &mut limits);
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
@@ -173,9 +176,10 @@ impl Policy {
         call: ToolCall,
         reuses: Option<usize>,
         request: Option<&RequestTools>,
-        caller: Option<&Caller>,
+        options: CheckOptions<'_>,
         limits: &mut access::Counts,
     ) -> CallVerdict {
+        let caller = options.caller;
         let ToolCall {
             index,
             id,
@@ -206,6 +210,7 @@ impl Policy {
                 index,
                 &name,
                 &mut arguments,
+                !options.as_written,
                 &mut found,
             );
         }
