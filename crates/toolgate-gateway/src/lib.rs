@@ -45,7 +45,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -93,6 +93,18 @@ impl Gateway {
         config: Config,
         store: Box<dyn AuditStore>,
     ) -> Result<Arc<Gateway>, ConfigError> {
+        if let Some(backend) = policy
+            .access()
+            .limits_backend
+            .as_deref()
+            .filter(|b| *b != "memory")
+        {
+            // Counting in memory what the policy says replicas share would
+            // let each replica allow the whole limit: refuse to start.
+            return Err(ConfigError(format!(
+                "limits_backend `{backend}` is not supported by this build yet; use `memory` (one gateway process)"
+            )));
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .pool_max_idle_per_host(1024)
@@ -114,31 +126,21 @@ impl Gateway {
 
     /// The routes, ready to serve.
     pub fn router(self: &Arc<Self>) -> Router {
-        Router::new()
-            .route(
-                Provider::OpenAiChat.path(),
+        let mut router = Router::new();
+        for provider in Provider::ALL {
+            router = router.route(
+                provider.path(),
                 post(
-                    |State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: axum::body::Body| {
-                        proxy::handle(gw, Provider::OpenAiChat, headers, body)
+                    move |State(gw): State<Arc<Gateway>>,
+                          uri: Uri,
+                          headers: HeaderMap,
+                          body: axum::body::Body| async move {
+                        proxy::handle(gw, provider, uri.query(), headers, body).await
                     },
                 ),
-            )
-            .route(
-                Provider::OpenAiResponses.path(),
-                post(
-                    |State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: axum::body::Body| {
-                        proxy::handle(gw, Provider::OpenAiResponses, headers, body)
-                    },
-                ),
-            )
-            .route(
-                Provider::Anthropic.path(),
-                post(
-                    |State(gw): State<Arc<Gateway>>, headers: HeaderMap, body: axum::body::Body| {
-                        proxy::handle(gw, Provider::Anthropic, headers, body)
-                    },
-                ),
-            )
+            );
+        }
+        router
             .route("/v1/validate", post(validate))
             .route("/healthz", get(healthz))
             .route("/metrics", get(metrics_text))

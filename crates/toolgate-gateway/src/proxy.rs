@@ -33,6 +33,8 @@ pub(crate) struct Exchange {
     pub(crate) stream: bool,
     /// The request's declared tools, merged with the policy's.
     pub(crate) tools: Vec<Value>,
+    /// The client's query string, passed upstream (`?api-version=...`).
+    pub(crate) query: Option<String>,
     pub(crate) started: Instant,
 }
 
@@ -167,6 +169,7 @@ impl Exchange {
 pub async fn handle(
     gw: Arc<Gateway>,
     provider: Provider,
+    query: Option<&str>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
@@ -178,6 +181,7 @@ pub async fn handle(
         model: None,
         stream: false,
         tools: Vec::new(),
+        query: query.map(str::to_owned),
         started,
     };
     match run(&gw, &mut exchange, &headers, body).await {
@@ -227,13 +231,8 @@ async fn whole(
     loop {
         attempts += 1;
         let asked = Instant::now();
-        let mut response = request::send(
-            gw,
-            exchange.provider,
-            upstream_headers.clone(),
-            sent.clone(),
-        )
-        .await?;
+        let mut response =
+            request::send(gw, exchange, upstream_headers.clone(), sent.clone()).await?;
         gw.metrics.upstream(exchange.route(), asked.elapsed());
         let deadline = tokio::time::Instant::from_std(asked) + gw.config.upstream_timeout;
         let status = response.status();

@@ -11,6 +11,7 @@ use toolgate::{detect_with, Caller, CheckOptions, Policy, Verdict, ViolationCode
 
 use crate::error::Failure;
 use crate::providers::Provider;
+use crate::proxy::Exchange;
 use crate::Gateway;
 
 /// The request id header: taken from the client, or generated.
@@ -227,11 +228,15 @@ pub(crate) fn client_headers(upstream: &HeaderMap) -> HeaderMap {
 /// Send `body` upstream; the headers of its answer within the timeout.
 pub(crate) async fn send(
     gw: &Gateway,
-    provider: Provider,
+    exchange: &Exchange,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<reqwest::Response, Failure> {
-    let url = format!("{}{}", gw.config.upstream, provider.path());
+    let mut url = format!("{}{}", gw.config.upstream, exchange.provider.path());
+    if let Some(query) = exchange.query.as_deref().filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(query);
+    }
     let sent = gw.client.post(url).headers(headers).body(body).send();
     match tokio::time::timeout(gw.config.upstream_timeout, sent).await {
         Err(_) => Err(Failure::UpstreamTimeout),

@@ -42,7 +42,7 @@ pub(crate) async fn run(
     body: Bytes,
 ) -> Result<Response, Failure> {
     let asked = Instant::now();
-    let mut upstream = request::send(&gw, exchange.provider, upstream_headers, body).await?;
+    let mut upstream = request::send(&gw, exchange, upstream_headers, body).await?;
     gw.metrics.upstream(exchange.route(), asked.elapsed());
     let status = upstream.status();
     let mut headers = request::client_headers(upstream.headers());
@@ -75,6 +75,7 @@ pub(crate) async fn run(
         model: exchange.model.take(),
         stream: true,
         tools: std::mem::take(&mut exchange.tools),
+        query: exchange.query.take(),
         started: exchange.started,
     };
     tokio::spawn(async move {
