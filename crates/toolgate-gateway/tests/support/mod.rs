@@ -251,10 +251,10 @@ async fn start(policy: &str, upstream: &Upstream, store: Option<Box<dyn AuditSto
     let dir = tempfile::tempdir().unwrap();
     let mut text = policy.replace("{dir}", &dir.path().display().to_string());
     if !text.contains("audit:") {
-        text.push_str(&format!(
-            "\naudit: {{sqlite: '{}'}}\n",
-            dir.path().join("audit.db").display()
-        ));
+        let db = dir.path().join("audit.db");
+        text.push_str("\naudit: {sqlite: '");
+        text.push_str(&db.display().to_string());
+        text.push_str("'}\n");
     }
     let compiled = Policy::from_text(&text, None).unwrap_or_else(|err| panic!("{err}"));
     let config = Config::from_policy(&compiled, Some(&upstream.url())).unwrap();
@@ -296,4 +296,18 @@ pub async fn read_stream(mut response: reqwest::Response) -> Vec<(std::time::Ins
 pub fn joined(chunks: &[(std::time::Instant, Bytes)]) -> String {
     let bytes: Vec<u8> = chunks.iter().flat_map(|(_, c)| c.iter().copied()).collect();
     String::from_utf8(bytes).unwrap()
+}
+
+impl Upstream {
+    /// An upstream that is down: a port on 127.0.0.1 that was bound, then
+    /// closed, so connecting is refused.
+    pub async fn closed() -> Upstream {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        Upstream {
+            addr,
+            script: Arc::new(Script::default()),
+        }
+    }
 }
