@@ -76,6 +76,51 @@ pub enum Reply {
     },
     /// Headers after `delay` (longer than the gateway's timeout: 504).
     Slow { delay: Duration, body: Vec<u8> },
+    /// A `text/event-stream` sent step by step: chunks with their own
+    /// pauses, waits on a [`Gate`], a broken connection.
+    Steps(Vec<Step>),
+}
+
+/// One step of a [`Reply::Steps`] stream.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Wait `pause`, then send `bytes` as one chunk.
+    Send { pause: Duration, bytes: Vec<u8> },
+    /// Send nothing more until the gate is opened.
+    Wait(Gate),
+    /// Break the connection: the body stops without its end.
+    Break,
+}
+
+impl Step {
+    /// The events of an SSE body, one [`Step::Send`] each with `pause`
+    /// before it.
+    pub fn events(body: &[u8], pause: Duration) -> Vec<Step> {
+        sse_events(body)
+            .into_iter()
+            .map(|bytes| Step::Send { pause, bytes })
+            .collect()
+    }
+}
+
+/// Held shut by the upstream until a test opens it.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Gate {
+    pub fn shut() -> Gate {
+        Gate(Arc::new(tokio::sync::Semaphore::new(0)))
+    }
+
+    /// Let every waiting and later [`Step::Wait`] through.
+    pub fn open(&self) {
+        self.0.close();
+    }
+
+    async fn wait(&self) {
+        // Closing the semaphore is what opens the gate.
+        let _ = self.0.acquire().await;
+    }
 }
 
 impl Reply {
@@ -115,6 +160,8 @@ impl Seen {
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
     seen: Mutex<Vec<Seen>>,
+    /// When each chunk of a streamed reply was handed to the connection.
+    sent: Mutex<Vec<std::time::Instant>>,
 }
 
 /// A mock provider API on 127.0.0.1. Answers each request with the next
@@ -153,6 +200,11 @@ impl Upstream {
     pub fn seen(&self) -> Vec<Seen> {
         self.script.seen.lock().unwrap().clone()
     }
+
+    /// When each chunk of the streamed replies so far was sent, in order.
+    pub fn sent(&self) -> Vec<std::time::Instant> {
+        self.script.sent.lock().unwrap().clone()
+    }
 }
 
 async fn answer(
@@ -184,19 +236,42 @@ async fn answer(
             ([("content-type", "application/json")], body).into_response()
         }
         Some(Reply::Stream { chunks, pause }) => {
-            let stream =
-                futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
-                    let chunk = rest.next()?;
-                    tokio::time::sleep(pause).await;
-                    Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), rest))
-                });
-            (
-                [("content-type", "text/event-stream")],
-                Body::from_stream(stream),
-            )
-                .into_response()
+            let steps = chunks
+                .into_iter()
+                .map(|bytes| Step::Send { pause, bytes })
+                .collect();
+            stream_reply(steps, script)
         }
+        Some(Reply::Steps(steps)) => stream_reply(steps, script),
     }
+}
+
+/// A `text/event-stream` that plays `steps`, noting when each chunk goes.
+fn stream_reply(steps: Vec<Step>, script: Arc<Script>) -> Response {
+    let stream = futures_util::stream::unfold(
+        (steps.into_iter(), script),
+        |(mut rest, script)| async move {
+            loop {
+                match rest.next()? {
+                    Step::Send { pause, bytes } => {
+                        tokio::time::sleep(pause).await;
+                        script.sent.lock().unwrap().push(std::time::Instant::now());
+                        return Some((Ok(Bytes::from(bytes)), (rest, script)));
+                    }
+                    Step::Wait(gate) => gate.wait().await,
+                    Step::Break => {
+                        let broken = std::io::Error::other("the upstream broke the connection");
+                        return Some((Err(broken), (Vec::new().into_iter(), script)));
+                    }
+                }
+            }
+        },
+    );
+    (
+        [("content-type", "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// A gateway on 127.0.0.1 in front of an upstream, with its audit in a
