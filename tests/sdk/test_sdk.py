@@ -438,15 +438,6 @@ def test_responses_text_whole(oai: openai.OpenAI) -> None:
     assert function_calls(response) == []
 
 
-@pytest.mark.xfail(
-    reason=(
-        "toolgate blocks a Responses request whose `input` is a plain string and that declares no tools: "
-        "the request check (toolgate-gateway request::check) keeps the core detector's malformed_payload "
-        "('holds no tool-call format toolgate knows') and answers 400 before asking the upstream"
-    ),
-    raises=openai.BadRequestError,
-    strict=True,
-)
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_responses_string_input_without_tools(oai: openai.OpenAI, stream: bool) -> None:
     # The SDK's most basic call: a string in, text out.
@@ -557,23 +548,6 @@ def test_responses_blocked_stream(oai: openai.OpenAI, audit_db: str, model: str)
     assert_audited(audit_db, rid, route="responses", outcome="blocked", stream=True, tools=BLOCKED[model][1])
 
 
-# The helper's own accumulator needs every event of the real API; the mock
-# upstream's Responses stream has no `response.content_part.added` before its
-# `response.output_text.delta` events, so the SDK fails with IndexError on the
-# first text delta. toolgate forwards those events unchanged (the tests above
-# read the same stream event by event).
-MOCK_RESPONSES_STREAM_GAP = pytest.mark.xfail(
-    reason=(
-        "mock_upstream's Responses stream sends response.output_text.delta without the "
-        "response.content_part.added the real API sends first: openai's ResponseStreamState "
-        "raises IndexError (an upstream stand-in gap, not toolgate's)"
-    ),
-    raises=IndexError,
-    strict=True,
-)
-
-
-@MOCK_RESPONSES_STREAM_GAP
 def test_responses_stream_helper_valid_call(oai: openai.OpenAI) -> None:
     with oai.responses.stream(model="valid", input=RESPONSES_INPUT, tools=RESPONSES_TOOLS) as stream:
         for _ in stream:
@@ -586,7 +560,6 @@ def test_responses_stream_helper_valid_call(oai: openai.OpenAI) -> None:
     assert call.parsed_arguments == PARIS
 
 
-@MOCK_RESPONSES_STREAM_GAP
 @pytest.mark.parametrize("model", BLOCKED_MODELS)
 def test_responses_stream_helper_blocked(oai: openai.OpenAI, model: str) -> None:
     with pytest.raises(openai.APIError) as raised:

@@ -235,6 +235,11 @@ fn responses_events(answer: Answer) -> Vec<Vec<u8>> {
     out.push(event("response.created", json!({"response": created})));
     out.push(event("response.output_item.added", json!({"output_index": 0,
         "item": {"type": "message", "id": "msg_mock", "status": "in_progress", "role": "assistant", "content": []}})));
+    out.push(event(
+        "response.content_part.added",
+        json!({"item_id": "msg_mock", "output_index": 0, "content_index": 0,
+               "part": {"type": "output_text", "text": "", "annotations": []}}),
+    ));
     for part in TEXT {
         out.push(event(
             "response.output_text.delta",
@@ -242,6 +247,16 @@ fn responses_events(answer: Answer) -> Vec<Vec<u8>> {
             "content_index": 0, "delta": part, "logprobs": []}),
         ));
     }
+    out.push(event(
+        "response.output_text.done",
+        json!({"item_id": "msg_mock", "output_index": 0, "content_index": 0,
+               "text": TEXT.concat(), "logprobs": []}),
+    ));
+    out.push(event(
+        "response.content_part.done",
+        json!({"item_id": "msg_mock", "output_index": 0, "content_index": 0,
+               "part": whole["output"][0]["content"][0]}),
+    ));
     out.push(event(
         "response.output_item.done",
         json!({"output_index": 0, "item": whole["output"][0]}),

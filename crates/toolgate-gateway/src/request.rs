@@ -7,6 +7,7 @@ use http_body_util::BodyExt;
 use serde::Deserialize;
 use serde_json::Value;
 use toolgate::policy::Expectations;
+use toolgate::detect::UNRECOGNISED;
 use toolgate::{detect_with, Caller, CheckOptions, Policy, Verdict, ViolationCode};
 
 use crate::error::Failure;
@@ -104,7 +105,15 @@ pub(crate) fn check(
     body: &[u8],
     caller: Option<&Caller>,
 ) -> Result<RequestCheck, Box<Verdict>> {
-    let detection = detect_with(body, policy.limits());
+    let mut detection = detect_with(body, policy.limits());
+    if detection.format.is_none()
+        && matches!(detection.violations.as_slice(), [only] if only.message == UNRECOGNISED)
+    {
+        // Clean JSON in no shape that holds calls or results: a first
+        // turn, such as a Responses request whose `input` is a string.
+        // Nothing to link. Any other problem (a duplicate key) still blocks.
+        detection.violations.clear();
+    }
     let tools = detection.tools.clone();
     let options = CheckOptions {
         results: true,

@@ -209,7 +209,7 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     } else if out.format().is_none() && !out.has_violations() {
         out.violation(
             ViolationCode::MalformedPayload,
-            "the payload is JSON but holds no tool-call format toolgate knows",
+            super::UNRECOGNISED,
         );
     }
     Ok(())

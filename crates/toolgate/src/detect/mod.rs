@@ -31,6 +31,11 @@ pub use self::stream::{Assembler, StreamEvent};
 use crate::model::{Format, Framing, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
 
+/// The message of the `malformed_payload` violation of a JSON document that
+/// parsed cleanly but holds nothing of a tool-call format: a gateway reads
+/// a first-turn request (a Responses `input` string) this way.
+pub const UNRECOGNISED: &str = "the payload is JSON but holds no tool-call format toolgate knows";
+
 /// What [`detect`] found in a payload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Detection {
