@@ -15,6 +15,7 @@ use toolgate::{detect_with, Caller, CheckOptions, Detection, Verdict};
 
 use crate::audit::{now_ms, AuditCall, AuditRecord, AuditViolation};
 use crate::error::Failure;
+use crate::limiter::Tally;
 use crate::providers::Provider;
 use crate::request::{self, Envelope, REQUEST_ID};
 use crate::{caller, idempotency, stream, Gateway};
@@ -49,9 +50,10 @@ impl Exchange {
     pub(crate) fn judge(&self, gw: &Gateway, mut detection: Detection) -> Verdict {
         let began = Instant::now();
         detection.tools.clone_from(&self.tools);
+        let tally = Tally::new(&gw.counter);
         let options = CheckOptions {
             caller: self.caller.as_ref(),
-            counter: Some(&gw.counter),
+            counter: Some(&tally),
             // The gateway forwards the arguments as the model wrote them.
             as_written: true,
             ..CheckOptions::default()
@@ -59,6 +61,9 @@ impl Exchange {
         let verdict = gw
             .policy
             .judge_expecting(detection, options, &Expectations::default());
+        if !verdict.passed {
+            tally.give_back();
+        }
         gw.metrics.checked(self.route(), &verdict, began.elapsed());
         verdict
     }

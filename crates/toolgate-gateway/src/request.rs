@@ -6,8 +6,8 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 use serde_json::Value;
-use toolgate::policy::Expectations;
 use toolgate::detect::UNRECOGNISED;
+use toolgate::policy::Expectations;
 use toolgate::{detect_with, Caller, CheckOptions, Policy, Verdict, ViolationCode};
 
 use crate::error::Failure;

@@ -22,7 +22,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use http_body::Frame;
 use tokio::sync::mpsc;
-use toolgate::{Assembler, Framing, StreamEvent};
+use toolgate::{Assembler, Framing, StreamEvent, Violation, ViolationCode};
 
 use crate::error::Failure;
 use crate::proxy::{release_whole, Exchange, IDEMPOTENCY_KEYS};
@@ -92,8 +92,9 @@ pub(crate) async fn run(
 
 /// Why reading the upstream stopped.
 enum End {
-    /// The stream ended, or a call was refused early: judge what came.
-    Judge,
+    /// The stream ended (`cut`: before its own last event), or a call was
+    /// refused early: judge what came.
+    Judge { cut: bool },
     /// The upstream failed or stalled: nothing held is released.
     Failed(Failure),
     /// The client went away: stop.
@@ -106,6 +107,8 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
     let mut assembler = Assembler::new(Framing::Sse, *gw.policy.limits());
     let names = gw.policy.names_for(&exchange.tools);
     let mut held: Vec<Vec<u8>> = Vec::new();
+    let max = gw.config.max_response_bytes;
+    let mut received = 0usize;
     let end = loop {
         let chunk = match tokio::time::timeout(gw.config.upstream_timeout, upstream.chunk()).await {
             Err(_) => break End::Failed(Failure::UpstreamTimeout),
@@ -115,6 +118,8 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
             }
             Ok(Ok(chunk)) => chunk,
         };
+        received = received.saturating_add(chunk.as_ref().map_or(0, Bytes::len));
+
         let events = match &chunk {
             Some(bytes) => assembler.push(bytes),
             None => assembler.close(),
@@ -138,15 +143,34 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
         if out.is_closed() {
             break End::ClientGone;
         }
-        if chunk.is_none() || refused || assembler.has_violation() {
-            break End::Judge;
+        if refused || assembler.has_violation() {
+            break End::Judge { cut: false };
+        }
+        if chunk.is_none() {
+            break End::Judge {
+                cut: !assembler.ended(),
+            };
+        }
+        if received > max {
+            break End::Failed(Failure::UpstreamTooLarge { max });
         }
     };
     let failure = match end {
         End::ClientGone => return,
         End::Failed(failure) => failure,
-        End::Judge => {
-            let verdict = exchange.judge(gw, assembler.finish());
+        End::Judge { cut } => {
+            let mut detection = assembler.finish();
+            if cut {
+                // The body ended before the stream's own last event: what it
+                // held of a call may be a prefix of what the model wrote.
+                detection
+                    .violations
+                    .push(Violation::payload(ViolationCode::MalformedPayload, CUT));
+            }
+            let mut verdict = exchange.judge(gw, detection);
+            if cut {
+                last_the_cut(&mut verdict);
+            }
             let keys = if verdict.passed {
                 exchange.keys(&verdict)
             } else {
@@ -212,6 +236,25 @@ async fn release(
     }
     gw.metrics
         .released(exchange.route(), exchange.started.elapsed());
+}
+
+/// Why a stream that ended early is blocked.
+const CUT: &str = "the stream ended before its last event";
+
+/// Report the cut after the reasons the stream's content gives, so the
+/// first code (the OpenAI `code`) says what was wrong with the calls when
+/// something was.
+fn last_the_cut(verdict: &mut toolgate::Verdict) {
+    let cut = |v: &Violation| v.code == ViolationCode::MalformedPayload && v.message == CUT;
+    if let Some(at) = verdict.violations.iter().position(cut) {
+        let moved = verdict.violations.remove(at);
+        verdict.violations.push(moved);
+    }
+    if let Some(at) = verdict.failures.iter().position(|f| f == CUT) {
+        let moved = verdict.failures.remove(at);
+        verdict.failures.push(moved);
+    }
+    verdict.reasoning = verdict.failures.join("; ");
 }
 
 /// Whether an event's bytes hold a `data` field.

@@ -207,10 +207,7 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
             super::json_error_message("the payload", &err),
         );
     } else if out.format().is_none() && !out.has_violations() {
-        out.violation(
-            ViolationCode::MalformedPayload,
-            super::UNRECOGNISED,
-        );
+        out.violation(ViolationCode::MalformedPayload, super::UNRECOGNISED);
     }
     Ok(())
 }

@@ -104,6 +104,7 @@ impl Decoder {
             }
         }
         if p.messageStop.is_some() {
+            cx.end();
             self.end_message(cx);
         }
         Ok(())

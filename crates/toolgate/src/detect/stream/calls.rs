@@ -23,6 +23,10 @@ use crate::verdict::{Violation, ViolationCode};
 /// The calls, results and violations of one stream, and what the event
 /// being read did to them.
 #[derive(Debug)]
+// Each flag is an independent fact about the stream read so far (past the
+// call limit, hold this event, report events, the end was read): no state
+// machine hides among them.
+#[allow(clippy::struct_excessive_bools)]
 pub(crate) struct Calls {
     limits: Limits,
     slots: Vec<Slot>,
@@ -39,6 +43,8 @@ pub(crate) struct Calls {
     /// Whether to report [`StreamEvent`]s at all.
     emit: bool,
     events: Vec<StreamEvent>,
+    /// The stream's own end was read.
+    ended: bool,
 }
 
 /// One call.
@@ -95,6 +101,7 @@ impl Calls {
             hold: false,
             emit,
             events: Vec::new(),
+            ended: false,
         }
     }
 
@@ -110,6 +117,16 @@ impl Calls {
     /// Whether any event of a known format was read.
     pub(crate) fn recognised(&self) -> bool {
         self.format.is_some()
+    }
+
+    /// The stream's own end was read (`[DONE]`, a finish reason,
+    /// `message_stop`, `response.completed`, ...).
+    pub(crate) fn end(&mut self) {
+        self.ended = true;
+    }
+
+    pub(crate) fn ended(&self) -> bool {
+        self.ended
     }
 
     /// How many more calls fit within `max_calls`.

@@ -118,6 +118,7 @@ impl Decoder {
                 }
             }
             if candidate.finishReason.is_some_and(|r| r.get() != "null") {
+                cx.end();
                 self.end(number, cx);
             }
         }

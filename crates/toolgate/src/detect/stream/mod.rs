@@ -242,6 +242,23 @@ impl Assembler {
         out
     }
 
+    /// Whether the stream's own end has been read: `data: [DONE]` or a
+    /// finish reason (OpenAI Chat, Gemini), `message_stop` (Anthropic),
+    /// `response.completed`, `.incomplete` or `.failed` (OpenAI
+    /// Responses), `messageStop` (Bedrock), `finish` or `abort` (Vercel). A
+    /// stream whose body ends before it was cut off: a gateway releases
+    /// nothing of it.
+    #[must_use]
+    pub fn ended(&self) -> bool {
+        self.calls.ended()
+    }
+
+    /// Whether any event of a known format has been read.
+    #[must_use]
+    pub fn recognised(&self) -> bool {
+        self.calls.recognised()
+    }
+
     /// Whether something is already wrong with the stream as a whole (a
     /// malformed event, a bound crossed): the verdict will fail, so a
     /// gateway may stop reading.
@@ -292,6 +309,7 @@ impl Assembler {
             return;
         }
         if trimmed == "[DONE]" {
+            self.calls.end();
             self.decoders.openai_chat.done(&mut self.calls);
             self.decoders.vercel.done(&mut self.calls);
             return;
@@ -327,6 +345,9 @@ impl Assembler {
             let raw: &RawValue = serde_json::from_str(text)?;
             if sequence {
                 whole::document(raw, &mut self.calls)?;
+            } else {
+                // No event of a known stream is one: it may carry anything.
+                self.calls.untracked();
             }
             return Ok(());
         }
@@ -349,6 +370,12 @@ impl Assembler {
             }
         }
         let kind = data_kind.as_deref().or(name);
+        if matches!(
+            kind,
+            Some("message_stop" | "response.completed" | "response.incomplete" | "response.failed")
+        ) {
+            self.calls.end();
+        }
         let cx = &mut self.calls;
         let d = &mut self.decoders;
         match probe.route(kind) {
@@ -369,7 +396,9 @@ impl Assembler {
             Route::Unknown if sequence => {
                 whole::document(serde_json::from_str(text)?, cx)?;
             }
-            Route::Unknown => {}
+            // An event of no format we read: it could carry a call a
+            // client reads, so it is held until the verdict.
+            Route::Unknown => cx.untracked(),
         }
         Ok(())
     }

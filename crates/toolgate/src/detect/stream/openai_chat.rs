@@ -118,6 +118,7 @@ impl Decoder {
                 }
             }
             if choice.finish_reason.is_some_and(|r| r.get() != "null") {
+                cx.end();
                 self.complete_choice(number, cx);
             }
         }

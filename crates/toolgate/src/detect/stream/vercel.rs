@@ -33,7 +33,11 @@ impl Decoder {
         let id = id.as_deref().unwrap_or_default();
         match kind {
             "start-step" => cx.next_turn(),
-            "finish-step" | "finish" | "abort" => self.done(cx),
+            "finish" | "abort" => {
+                cx.end();
+                self.done(cx);
+            }
+            "finish-step" => self.done(cx),
             "tool-input-start" | "tool-call-streaming-start" => {
                 self.call(id, p, cx)?;
             }
