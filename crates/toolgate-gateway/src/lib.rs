@@ -48,6 +48,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -162,6 +163,14 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = gateway.router();
+    // Each event of a stream leaves at once: without TCP_NODELAY, an event
+    // written while the previous one waits for its ACK is held until the
+    // client's delayed ACK (up to 40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
