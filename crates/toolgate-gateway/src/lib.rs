@@ -33,6 +33,7 @@ pub mod audit;
 mod caller;
 mod config;
 mod error;
+mod follow_up;
 pub mod idempotency;
 mod limiter;
 pub mod metrics;
@@ -72,6 +73,8 @@ pub struct Gateway {
     pub(crate) client: reqwest::Client,
     pub(crate) audit: Audit,
     pub(crate) counter: MemoryCounter,
+    /// The calls of the Responses answers released, for follow-ups.
+    pub(crate) released: follow_up::ReleasedCalls,
     pub(crate) metrics: Metrics,
 }
 
@@ -121,6 +124,7 @@ impl Gateway {
             client,
             audit,
             counter: MemoryCounter::default(),
+            released: follow_up::ReleasedCalls::default(),
             metrics: Metrics::default(),
         }))
     }

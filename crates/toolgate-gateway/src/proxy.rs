@@ -150,6 +150,17 @@ impl Exchange {
             .map_err(Failure::AuditUnavailable)
     }
 
+    /// A released Responses answer: remember its calls for the follow-up
+    /// that sends their results (`json` is the body, or the stream event
+    /// that carries the response's id).
+    pub(crate) fn remember(&self, gw: &Gateway, verdict: &Verdict, json: &[u8]) {
+        if self.provider == Provider::OpenAiResponses && !verdict.calls.is_empty() {
+            if let Some(id) = crate::follow_up::response_id(json) {
+                gw.released.remember(&id, verdict);
+            }
+        }
+    }
+
     /// Record a failure in the metrics and answer it in the route's shape.
     pub(crate) fn fail(&self, gw: &Gateway, failure: &Failure) -> Response {
         let took = self.started.elapsed();
@@ -206,7 +217,16 @@ async fn run(
     let envelope = Envelope::read(&body)?;
     exchange.model = envelope.model();
     exchange.stream = envelope.stream == Some(true);
-    match request::check(&gw.policy, &body, exchange.caller.as_ref()) {
+    let earlier = match (&exchange.provider, &envelope.previous_response_id) {
+        (Provider::OpenAiResponses, Some(id)) => gw.released.get(id),
+        _ => None,
+    };
+    match request::check(
+        &gw.policy,
+        &body,
+        exchange.caller.as_ref(),
+        earlier.as_deref(),
+    ) {
         Ok(checked) => exchange.tools = checked.tools,
         Err(verdict) => {
             exchange.audit(gw, &verdict, &[], "request", 0).await?;
@@ -254,6 +274,7 @@ async fn whole(
             exchange
                 .audit(gw, &verdict, &keys, "response", attempts)
                 .await?;
+            exchange.remember(gw, &verdict, &answer);
             return Ok(release(
                 gw,
                 exchange,
@@ -329,6 +350,7 @@ pub(crate) async fn release_whole(
     };
     exchange.audit(gw, &verdict, &keys, "response", 1).await?;
     if verdict.passed {
+        exchange.remember(gw, &verdict, &answer);
         Ok(release(gw, exchange, status, headers, answer, &keys))
     } else {
         Err(Failure::Blocked(Box::new(verdict)))

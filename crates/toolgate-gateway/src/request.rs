@@ -50,6 +50,9 @@ pub(crate) struct Envelope {
     pub(crate) stream: Option<bool>,
     #[serde(default)]
     pub(crate) model: Option<Value>,
+    /// A Responses follow-up: the conversation so far is kept upstream.
+    #[serde(default)]
+    pub(crate) previous_response_id: Option<String>,
 }
 
 impl Envelope {
@@ -83,7 +86,7 @@ fn toolgate_json_reason(err: &serde_json::Error) -> String {
         let field = text.split('`').nth(1).unwrap_or_default();
         format!("duplicate key `{field}` ({at})")
     } else if err.is_data() {
-        format!("`stream` must be true or false ({at})")
+        format!("`stream` must be true or false and `previous_response_id` a string ({at})")
     } else {
         format!("not valid JSON ({at})")
     }
@@ -100,12 +103,18 @@ pub(crate) struct RequestCheck {
 /// conversation made, once, with its name; the request's own tool
 /// declarations are valid; the payload is readable and within its bounds.
 /// The calls of earlier turns were checked when they were made.
+/// `earlier` holds the calls of the response a Responses follow-up
+/// continues (`previous_response_id`), which its results answer.
 pub(crate) fn check(
     policy: &Policy,
     body: &[u8],
     caller: Option<&Caller>,
+    earlier: Option<&[(String, String)]>,
 ) -> Result<RequestCheck, Box<Verdict>> {
     let mut detection = detect_with(body, policy.limits());
+    if let Some(earlier) = earlier {
+        crate::follow_up::link(&mut detection, earlier);
+    }
     if detection.format.is_none()
         && matches!(detection.violations.as_slice(), [only] if only.message == UNRECOGNISED)
     {

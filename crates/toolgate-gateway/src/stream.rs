@@ -25,6 +25,8 @@ use tokio::sync::mpsc;
 use toolgate::{Assembler, Framing, StreamEvent, Violation, ViolationCode};
 
 use crate::error::Failure;
+use crate::follow_up;
+use crate::providers::Provider;
 use crate::proxy::{release_whole, Exchange, IDEMPOTENCY_KEYS};
 use crate::request;
 use crate::Gateway;
@@ -107,6 +109,8 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
     let mut assembler = Assembler::new(Framing::Sse, *gw.policy.limits());
     let names = gw.policy.names_for(&exchange.tools);
     let mut held: Vec<Vec<u8>> = Vec::new();
+    // The Responses answer's id (its first event), for follow-ups.
+    let mut response: Option<Vec<u8>> = None;
     let max = gw.config.max_response_bytes;
     let mut received = 0usize;
     let end = loop {
@@ -128,6 +132,10 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
         for event in events {
             match event {
                 StreamEvent::Frame { raw, hold, .. } => {
+                    if response.is_none() && exchange.provider == Provider::OpenAiResponses {
+                        response = follow_up::event_data(&raw)
+                            .filter(|data| follow_up::response_id(data).is_some());
+                    }
                     if hold || !held.is_empty() {
                         held.push(raw);
                     } else if out.send(Ok(Frame::data(Bytes::from(raw)))).await.is_err() {
@@ -179,6 +187,9 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
             match exchange.audit(gw, &verdict, &keys, "response", 1).await {
                 Err(failure) => failure,
                 Ok(()) if verdict.passed => {
+                    if let Some(event) = &response {
+                        exchange.remember(gw, &verdict, event);
+                    }
                     release(gw, exchange, held, &keys, out).await;
                     return;
                 }

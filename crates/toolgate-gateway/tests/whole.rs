@@ -1107,7 +1107,6 @@ async fn a_first_responses_request_with_a_string_input_goes_upstream() {
 }
 
 #[tokio::test]
-#[ignore = "bug: a Responses follow-up with previous_response_id is refused (result_unknown_call_id) though it answers the calls the gateway just released"]
 async fn a_responses_follow_up_with_previous_response_id_answers_released_calls() {
     let upstream = Upstream::start().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;

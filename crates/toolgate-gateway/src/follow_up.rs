@@ -1,0 +1,135 @@
+//! The Responses API's tool loop keeps the conversation upstream: a
+//! follow-up names `previous_response_id` and sends only the results. The
+//! gateway remembers the calls of each Responses answer it released, so
+//! those results are linked to real calls like any other; results that
+//! answer calls this gateway did not release (another replica, a restart)
+//! are refused, as results with unknown ids are.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use toolgate::{Arguments, CallKind, Detection, Format, ToolCall, Verdict};
+
+/// Responses remembered; the oldest is forgotten first.
+const MAX_RESPONSES: usize = 100_000;
+
+/// One released call: its id and tool name.
+type Released = Vec<(String, String)>;
+
+#[derive(Debug, Default)]
+pub(crate) struct ReleasedCalls {
+    inner: Mutex<(HashMap<String, Released>, VecDeque<String>)>,
+}
+
+impl ReleasedCalls {
+    /// Remember the calls of a released response.
+    pub(crate) fn remember(&self, response_id: &str, verdict: &Verdict) {
+        let calls: Released = verdict
+            .calls
+            .iter()
+            .filter_map(|c| Some((c.id.clone()?, c.name.clone())))
+            .collect();
+        if calls.is_empty() {
+            return;
+        }
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        let (map, order) = &mut *inner;
+        if map.insert(response_id.to_owned(), calls).is_none() {
+            order.push_back(response_id.to_owned());
+        }
+        while order.len() > MAX_RESPONSES {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+
+    /// The calls of a response this gateway released.
+    pub(crate) fn get(&self, response_id: &str) -> Option<Released> {
+        self.inner.lock().ok()?.0.get(response_id).cloned()
+    }
+}
+
+/// Put the calls of the previous response before everything the request
+/// holds, so its results link to them.
+pub(crate) fn link(detection: &mut Detection, earlier: &[(String, String)]) {
+    for call in &mut detection.calls {
+        call.turn += 1;
+    }
+    for result in &mut detection.results {
+        result.turn += 1;
+    }
+    let first = detection.calls.len();
+    let injected = earlier.iter().enumerate().map(|(at, (id, name))| ToolCall {
+        index: first + at,
+        id: Some(id.clone()),
+        name: name.clone(),
+        kind: CallKind::Function,
+        arguments: Arguments::Object(serde_json::Map::new()),
+        raw_arguments: "{}".to_owned(),
+        format: Format::OpenAiResponses,
+        turn: 0,
+    });
+    let mut calls: Vec<ToolCall> = injected.collect();
+    calls.append(&mut detection.calls);
+    detection.calls = calls;
+}
+
+/// The `id` of a Responses answer: of the whole body, or of the
+/// `response` a stream event carries (`response.created`).
+pub(crate) fn response_id(json: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Inner {
+        id: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Outer {
+        id: Option<String>,
+        response: Option<Inner>,
+    }
+    let outer: Outer = serde_json::from_slice(json).ok()?;
+    outer.id.or(outer.response.and_then(|r| r.id))
+}
+
+/// The data of an SSE event's bytes (its `data:` lines joined).
+pub(crate) fn event_data(raw: &[u8]) -> Option<Vec<u8>> {
+    let mut data: Option<Vec<u8>> = None;
+    for line in raw.split(|&b| b == b'\n' || b == b'\r') {
+        let line = line.trim_ascii_start();
+        if line.len() >= 5 && line[..5].eq_ignore_ascii_case(b"data:") {
+            let value = &line[5..];
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            let joined = data.get_or_insert_with(Vec::new);
+            if !joined.is_empty() {
+                joined.push(b'\n');
+            }
+            joined.extend_from_slice(value);
+        }
+    }
+    data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_of_bodies_and_stream_events() {
+        assert_eq!(
+            response_id(br#"{"id":"resp_1","output":[]}"#).as_deref(),
+            Some("resp_1")
+        );
+        assert_eq!(
+            response_id(br#"{"type":"response.created","response":{"id":"resp_2"}}"#).as_deref(),
+            Some("resp_2")
+        );
+        assert_eq!(response_id(b"[]"), None);
+        assert_eq!(
+            event_data(b"event: response.created\r\ndata: {\"a\":1}\r\n\r\n").as_deref(),
+            Some(&b"{\"a\":1}"[..])
+        );
+        assert_eq!(event_data(b": keep-alive\n\n"), None);
+    }
+}
