@@ -2,6 +2,9 @@
 //! FULL`, so a committed record survives a crash of the process or the
 //! machine.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use rusqlite::{params, Connection};
 
 use super::{AuditRecord, AuditStore};
@@ -38,10 +41,26 @@ CREATE INDEX IF NOT EXISTS audit_calls_idempotency_key ON audit_calls(idempotenc
 
 /// Records in `audit_requests`, one row per request (the whole record as
 /// JSON in `record`), and their calls in `audit_calls`.
+///
+/// The WAL is checkpointed by a thread of its own every
+/// half second (`PASSIVE`: it never blocks the writer), not by
+/// the commit that happens to cross SQLite's page threshold, so no request
+/// waits for a checkpoint.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
+    /// Set when the store is dropped: the checkpoint thread stops.
+    closed: Arc<AtomicBool>,
 }
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl SqliteStore {
     pub fn open(path: &str) -> Result<SqliteStore, String> {
@@ -54,7 +73,28 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(fail)?;
         conn.execute_batch(SCHEMA).map_err(fail)?;
-        Ok(SqliteStore { conn })
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(fail)?;
+        let checkpoints = Connection::open(path).map_err(fail)?;
+        checkpoints
+            .busy_timeout(std::time::Duration::from_secs(1))
+            .map_err(fail)?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&closed);
+        std::thread::Builder::new()
+            .name("toolgate-audit-checkpoint".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(CHECKPOINT_EVERY);
+                    if let Err(err) = checkpoints.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
+                        tracing::warn!(error = %err, "audit checkpoint failed");
+                    }
+                }
+            })
+            .map_err(|err| {
+                format!("audit.sqlite `{path}`: cannot start the checkpoint thread: {err}")
+            })?;
+        Ok(SqliteStore { conn, closed })
     }
 }
 
