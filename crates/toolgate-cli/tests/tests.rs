@@ -1,5 +1,7 @@
 //! The real `toolgate` binary on files and standard input.
 
+mod gateway_durability;
+
 use assert_cmd::Command;
 
 fn fixture(relative: &str) -> String {

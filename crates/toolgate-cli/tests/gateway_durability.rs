@@ -1,0 +1,323 @@
+//! `toolgate serve` killed with SIGKILL under load: every idempotency key a
+//! client received has its audit record in the SQLite file, because a
+//! call is released only after its record is committed.
+//!
+//! A mock upstream in this test answers `/v1/chat/completions` with one
+//! `get_weather` call, whole or streamed (one event per chunk, a
+//! millisecond apart); 32 clients send requests in a loop, every second
+//! one a stream, and note each key as it arrives (the header of a whole
+//! answer, the SSE comment of a stream, even if the stream is then cut);
+//! once a few hundred requests are answered, the gateway is killed.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use serde_json::{json, Value};
+
+const KEYS: &str = "x-toolgate-idempotency-keys";
+const CLIENTS: usize = 32;
+/// Answered requests before the kill.
+const ANSWERED_BEFORE_KILL: usize = 300;
+
+const POLICY: &str = "\
+tools:
+  - type: function
+    function:
+      name: get_weather
+      parameters:
+        type: object
+        properties: {city: {type: string}}
+        required: [city]
+";
+
+/// One `get_weather` call per answer, its city numbered so that no two
+/// calls are alike.
+fn upstream(counter: &AtomicUsize, request: &Bytes) -> Response {
+    let request: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
+    let n = counter.fetch_add(1, Ordering::Relaxed);
+    let arguments = json!({"city": format!("city-{n}")}).to_string();
+    if request["stream"] != json!(true) {
+        let body = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "mock",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                    "function": {"name": "get_weather", "arguments": arguments}}]}}]});
+        return (
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+    }
+    let chunk = |delta: Value, finish: Value| {
+        let data = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "mock",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {data}\n\n")
+    };
+    let (head, tail) = arguments.split_at(arguments.len() / 2);
+    let events = vec![
+        chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        chunk(json!({"content": "Checking."}), Value::Null),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "get_weather", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": head}}]}),
+            Value::Null,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": tail}}]}),
+            Value::Null,
+        ),
+        chunk(json!({}), json!("tool_calls")),
+        "data: [DONE]\n\n".to_owned(),
+    ];
+    let stream = futures_util::stream::unfold(events.into_iter(), |mut rest| async move {
+        let event = rest.next()?;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Some((Ok::<_, std::convert::Infallible>(event), rest))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// The gateway process, killed on drop if the test fails first.
+struct Gateway {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolgate serve` on a free port in front of `upstream`, once it listens.
+fn start_gateway(dir: &Path, upstream: &str) -> Gateway {
+    let audit = dir.join("audit.db");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!("{POLICY}audit:\n  sqlite: '{}'\n", audit.display()),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("serve")
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolgate starts");
+    let stderr = child.stderr.take().unwrap();
+    let (found, address) = mpsc::channel();
+    // Reads stderr to its end, so the gateway never blocks on a full pipe.
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(at) = line.find("listening on http://") {
+                let rest = &line[at + "listening on http://".len()..];
+                let addr = rest.split([',', ' ']).next().unwrap_or_default().to_owned();
+                let _ = found.send(Ok(addr));
+            }
+            lines.push(line);
+        }
+        let _ = found.send(Err(lines.join("\n")));
+    });
+    match address.recv_timeout(Duration::from_secs(10)) {
+        Ok(Ok(addr)) => Gateway { child, addr },
+        Ok(Err(stderr)) => panic!("toolgate serve stopped before listening:\n{stderr}"),
+        Err(_) => {
+            let _ = child.kill();
+            panic!("toolgate serve did not listen within 10 s");
+        }
+    }
+}
+
+/// What the clients saw.
+#[derive(Default)]
+struct Seen {
+    /// Every key received, whole answers and streams apart.
+    whole: Mutex<Vec<String>>,
+    streamed: Mutex<Vec<String>>,
+    /// Requests answered in full before the kill.
+    answered: AtomicUsize,
+    /// Answers that were not 200 while the gateway ran.
+    refused: AtomicUsize,
+    killed: AtomicBool,
+}
+
+fn split_keys(list: &str) -> impl Iterator<Item = String> + '_ {
+    list.split(',')
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+}
+
+/// One request; its keys go into `seen` the moment they arrive. `Err`
+/// when the connection failed (after the kill, the end of the client).
+async fn request(
+    client: &reqwest::Client,
+    url: &str,
+    stream: bool,
+    seen: &Seen,
+) -> Result<(), reqwest::Error> {
+    let body = json!({"model": "mock", "stream": stream,
+        "messages": [{"role": "user", "content": "What is the weather?"}]});
+    let mut response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await?;
+    if !response.status().is_success() {
+        if !seen.killed.load(Ordering::SeqCst) {
+            seen.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        while response.chunk().await?.is_some() {}
+        return Ok(());
+    }
+    if let Some(list) = response.headers().get(KEYS).and_then(|v| v.to_str().ok()) {
+        seen.whole.lock().unwrap().extend(split_keys(list));
+    }
+    let comment = format!(": {KEYS}: ");
+    let mut text = String::new();
+    while let Some(chunk) = response.chunk().await? {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        // A comment line counts once its line has ended.
+        while let Some(end) = text.find('\n') {
+            let line: String = text.drain(..=end).collect();
+            if let Some(list) = line.trim_end().strip_prefix(&comment) {
+                seen.streamed.lock().unwrap().extend(split_keys(list));
+            }
+        }
+    }
+    seen.answered.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+fn scratch_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolgate-durability-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_a_client_received_is_audited_after_a_kill() {
+    let dir = scratch_dir();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = listener.local_addr().unwrap();
+    let counter = Arc::new(AtomicUsize::new(0));
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: Bytes| async move { upstream(&counter, &body) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut gateway = start_gateway(&dir, &format!("http://{upstream_addr}"));
+    let url = format!("http://{}/v1/chat/completions", gateway.addr);
+    let seen = Arc::new(Seen::default());
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|index| {
+            let (url, seen) = (url.clone(), Arc::clone(&seen));
+            tokio::spawn(async move {
+                let client = reqwest::Client::builder()
+                    .no_proxy()
+                    .timeout(Duration::from_secs(10))
+                    .build()
+                    .unwrap();
+                for round in 0usize.. {
+                    let stream = (index + round) % 2 == 0;
+                    if request(&client, &url, stream, &seen).await.is_err()
+                        && seen.killed.load(Ordering::SeqCst)
+                    {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+
+    let began = Instant::now();
+    while seen.answered.load(Ordering::SeqCst) < ANSWERED_BEFORE_KILL {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "only {} requests answered in 10 s",
+            seen.answered.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // SIGKILL: no shutdown, no flush; whatever the gateway had sent stays
+    // in the clients' sockets and is still read below.
+    seen.killed.store(true, Ordering::SeqCst);
+    gateway.child.kill().unwrap();
+    gateway.child.wait().unwrap();
+    for client in clients {
+        tokio::time::timeout(Duration::from_secs(10), client)
+            .await
+            .expect("every client stops once the gateway is gone")
+            .unwrap();
+    }
+
+    let whole = seen.whole.lock().unwrap().clone();
+    let streamed = seen.streamed.lock().unwrap().clone();
+    let answered = seen.answered.load(Ordering::SeqCst);
+    assert!(
+        !whole.is_empty() && !streamed.is_empty(),
+        "keys received: {} whole, {} streamed",
+        whole.len(),
+        streamed.len()
+    );
+    assert_eq!(seen.refused.load(Ordering::SeqCst), 0, "answers not 200");
+
+    let db = rusqlite::Connection::open(dir.join("audit.db")).unwrap();
+    let mut query = db
+        .prepare("SELECT idempotency_key FROM audit_calls WHERE idempotency_key IS NOT NULL")
+        .unwrap();
+    let audited: HashSet<String> = query
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    eprintln!(
+        "answered {answered}; keys received {} whole, {} streamed; {} audited",
+        whole.len(),
+        streamed.len(),
+        audited.len()
+    );
+    let missing: Vec<&String> = whole
+        .iter()
+        .chain(&streamed)
+        .filter(|key| !audited.contains(*key))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} keys received have no audit record (answered {answered}, audited {}): {:?}",
+        missing.len(),
+        whole.len() + streamed.len(),
+        audited.len(),
+        &missing[..missing.len().min(5)]
+    );
+    drop(query);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
