@@ -5,12 +5,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use toolgate::{Arguments, Detection, Policy};
 
 use crate::support::{
-    client, fixture, fixtures_root, gateway, read_stream, sse_events, Gate, Reply, Running, Step,
-    Upstream,
+    client, fixture, fixtures_root, gateway, key_of_canonical as key, read_stream, sse_events,
+    Gate, Reply, Route, Running, Step, Upstream, KEYS, REQUEST_ID,
 };
 
 /// Between two replayed events.
@@ -21,58 +20,6 @@ const SLOW: Duration = Duration::from_millis(30);
 const FOREVER: Duration = Duration::from_secs(60);
 /// The comment that carries the released calls' idempotency keys.
 const KEYS_COMMENT: &[u8] = b": x-toolgate-idempotency-keys: ";
-
-/// One of the proxied routes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Api {
-    Chat,
-    Responses,
-    Messages,
-}
-
-impl Api {
-    fn path(self) -> &'static str {
-        match self {
-            Api::Chat => "/v1/chat/completions",
-            Api::Responses => "/v1/responses",
-            Api::Messages => "/v1/messages",
-        }
-    }
-
-    /// Where its captured streams are, under tests/fixtures.
-    fn dir(self) -> &'static str {
-        match self {
-            Api::Chat => "openai-chat",
-            Api::Responses => "openai-responses",
-            Api::Messages => "anthropic",
-        }
-    }
-
-    /// A streamed request with no tools of its own.
-    fn request(self) -> String {
-        let request = match self {
-            Api::Chat => json!({"model": "gpt-4o", "stream": true,
-                "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}),
-            Api::Responses => json!({"model": "gpt-4o", "stream": true,
-                "input": [{"role": "user", "content": "What is the weather in Paris?"}]}),
-            Api::Messages => json!({"model": "claude-sonnet-4", "max_tokens": 1024, "stream": true,
-                "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}),
-        };
-        request.to_string()
-    }
-
-    /// Whether an event (or any bytes) of this route's stream says
-    /// something about a tool call.
-    fn concerns_a_call(self, bytes: &[u8]) -> bool {
-        let text = String::from_utf8_lossy(bytes);
-        let marks: &[&str] = match self {
-            Api::Chat => &["\"tool_calls\":[{", "\"function_call\":{"],
-            Api::Responses => &["function_call", "custom_tool_call"],
-            Api::Messages => &["\"type\":\"tool_use\"", "input_json_delta", "partial_json"],
-        };
-        marks.iter().any(|mark| text.contains(mark))
-    }
-}
 
 /// What the client received.
 struct Answer {
@@ -93,23 +40,33 @@ impl Answer {
     }
 }
 
-/// POST `request` on `api`'s route with `request_id`, without reading the
+/// POST `request` on `route` with `request_id`, without reading the
 /// answer.
-async fn send(gw: &Running, api: Api, request_id: &str, request: String) -> reqwest::Response {
+async fn send_with(
+    gw: &Running,
+    route: Route,
+    request_id: &str,
+    request: String,
+) -> reqwest::Response {
     client()
-        .post(gw.url(api.path()))
+        .post(gw.url(route.path()))
         .header("content-type", "application/json")
-        .header("x-request-id", request_id)
+        .header(REQUEST_ID, request_id)
         .body(request)
         .send()
         .await
         .unwrap()
 }
 
+/// [`send_with`] the route's streamed request.
+async fn send(gw: &Running, route: Route, request_id: &str) -> reqwest::Response {
+    send_with(gw, route, request_id, route.stream_request()).await
+}
+
 /// POST `request` and read the whole answer, chunk by chunk.
-async fn ask_with(gw: &Running, api: Api, request_id: &str, request: String) -> Answer {
+async fn ask_with(gw: &Running, route: Route, request_id: &str, request: String) -> Answer {
     let asked = Instant::now();
-    let response = send(gw, api, request_id, request).await;
+    let response = send_with(gw, route, request_id, request).await;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
     let chunks = read_stream(response).await;
@@ -123,20 +80,8 @@ async fn ask_with(gw: &Running, api: Api, request_id: &str, request: String) -> 
     }
 }
 
-async fn ask(gw: &Running, api: Api, request_id: &str) -> Answer {
-    ask_with(gw, api, request_id, api.request()).await
-}
-
-/// The contract's key: lowercase hex SHA-256 of the request id, the tool
-/// name and the canonical JSON of the arguments, joined by newlines.
-fn key(request_id: &str, tool: &str, canonical: &[u8]) -> String {
-    let mut hash = Sha256::new();
-    hash.update(request_id.as_bytes());
-    hash.update(b"\n");
-    hash.update(tool.as_bytes());
-    hash.update(b"\n");
-    hash.update(canonical);
-    hex::encode(hash.finalize())
+async fn ask(gw: &Running, route: Route, request_id: &str) -> Answer {
+    ask_with(gw, route, request_id, route.stream_request()).await
 }
 
 /// RFC 8785 canonical JSON of a call's arguments.
@@ -193,10 +138,10 @@ fn last_data_event_start(body: &[u8]) -> usize {
 }
 
 /// The events before the first one that concerns a call.
-fn before_first_call(api: Api, body: &[u8]) -> Vec<u8> {
+fn before_first_call(route: Route, body: &[u8]) -> Vec<u8> {
     sse_events(body)
         .into_iter()
-        .take_while(|event| !api.concerns_a_call(event))
+        .take_while(|event| !route.concerns_a_call(event))
         .flatten()
         .collect()
 }
@@ -248,7 +193,7 @@ fn assert_released(received: &[u8], sent: &[u8], what: &str) -> Vec<String> {
 /// route's shape whose type is `kind`, and nothing else. Returns the
 /// `error` object.
 fn assert_ended_by_error(
-    api: Api,
+    route: Route,
     received: &[u8],
     before: &[u8],
     kind: &str,
@@ -267,18 +212,18 @@ fn assert_ended_by_error(
     );
     for event in sse_events(before) {
         assert!(
-            !api.concerns_a_call(&event),
+            !route.concerns_a_call(&event),
             "{what}: an event about a call reached the client: {}",
             String::from_utf8_lossy(&event)
         );
     }
     assert!(find(received, KEYS_COMMENT).is_none(), "{what}: no keys");
     let event = std::str::from_utf8(&events[0]).unwrap();
-    let data = match api {
-        Api::Chat => event.strip_prefix("data: "),
-        Api::Responses | Api::Messages => event.strip_prefix("event: error\ndata: "),
+    let data = match route {
+        Route::Chat => event.strip_prefix("data: "),
+        Route::Responses | Route::Messages => event.strip_prefix("event: error\ndata: "),
     }
-    .unwrap_or_else(|| panic!("{what}: not an error event of {api:?}: {event}"));
+    .unwrap_or_else(|| panic!("{what}: not an error event of {route:?}: {event}"));
     assert!(event.ends_with("\n\n"), "{what}: the event is terminated");
     let value: Value = serde_json::from_str(data.trim_end()).unwrap();
     let error = value["error"].clone();
@@ -288,14 +233,14 @@ fn assert_ended_by_error(
         .keys()
         .map(String::as_str)
         .collect();
-    match api {
-        Api::Chat => assert_eq!(keys, ["error"], "{what}: {value}"),
-        Api::Responses => {
+    match route {
+        Route::Chat => assert_eq!(keys, ["error"], "{what}: {value}"),
+        Route::Responses => {
             assert_eq!(value["type"], "error", "{what}: {value}");
             assert_eq!(value["code"], error["code"], "{what}: {value}");
             assert_eq!(value["message"], error["message"], "{what}: {value}");
         }
-        Api::Messages => {
+        Route::Messages => {
             assert_eq!(value["type"], "error", "{what}: {value}");
             assert_eq!(keys.len(), 2, "{what}: {value}");
         }
@@ -310,10 +255,10 @@ fn assert_ended_by_error(
 
 /// The code a blocked stream's error names: `code` on OpenAI routes, the
 /// verdict's first violation on Anthropic's.
-fn code(api: Api, error: &Value) -> String {
-    let code = match api {
-        Api::Chat | Api::Responses => &error["code"],
-        Api::Messages => &error["verdict"]["violations"][0]["code"],
+fn code(route: Route, error: &Value) -> String {
+    let code = match route {
+        Route::Chat | Route::Responses => &error["code"],
+        Route::Messages => &error["verdict"]["violations"][0]["code"],
     };
     code.as_str().unwrap().to_owned()
 }
@@ -355,8 +300,8 @@ fn assert_blocked_record(gw: &Running, request_id: &str, code: &str) {
 }
 
 /// The captured streams of a route.
-fn stream_fixtures(api: Api) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures_root().join(api.dir()))
+fn stream_fixtures(route: Route) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_root().join(route.dir()))
         .unwrap()
         .map(|entry| entry.unwrap().file_name().into_string().unwrap())
         .filter(|name| std::path::Path::new(name).extension() == Some("sse".as_ref()))
@@ -368,8 +313,8 @@ fn stream_fixtures(api: Api) -> Vec<String> {
 /// Replay one captured stream through a gateway that allows its tools:
 /// released byte for byte with its keys when the library passes it,
 /// blocked before its first call when the library does not.
-async fn replay(api: Api, name: String) {
-    let path = format!("{}/{name}", api.dir());
+async fn replay(route: Route, name: String) {
+    let path = format!("{}/{name}", route.dir());
     let body = fixture(&path);
     let policy = allowing(&body);
     let found = toolgate::detect(&body);
@@ -379,15 +324,15 @@ async fn replay(api: Api, name: String) {
     upstream.reply(Reply::sse(&body, PAUSE));
     let gw = gateway(&policy, &upstream).await;
     let request_id = format!("replay-{name}");
-    let answer = ask(&gw, api, &request_id).await;
+    let answer = ask(&gw, route, &request_id).await;
     assert_eq!(answer.status, 200, "{path}");
-    assert_eq!(answer.header("x-request-id"), Some(request_id.as_str()));
+    assert_eq!(answer.header(REQUEST_ID), Some(request_id.as_str()));
     assert!(answer
         .header("content-type")
         .is_some_and(|t| t.starts_with("text/event-stream")));
     let seen = upstream.seen();
     assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].path, api.path());
+    assert_eq!(seen[0].path, route.path());
     assert_eq!(seen[0].json()["stream"], true);
     let record = record(&gw);
     assert_eq!(record["stream"], true, "{path}");
@@ -408,48 +353,48 @@ async fn replay(api: Api, name: String) {
         assert_eq!(tools, names, "{path}");
     } else {
         let error = assert_ended_by_error(
-            api,
+            route,
             &answer.body,
-            &before_first_call(api, &body),
+            &before_first_call(route, &body),
             "guardrails_violation",
             &path,
         );
         let expected = verdict.violations[0].code.as_str();
-        assert_eq!(code(api, &error), expected, "{path}");
+        assert_eq!(code(route, &error), expected, "{path}");
         assert_blocked_record(&gw, &request_id, expected);
     }
 }
 
-async fn replay_every_capture(api: Api) {
-    let names = stream_fixtures(api);
-    assert!(!names.is_empty(), "{api:?}: captured streams");
-    futures_util::future::join_all(names.into_iter().map(|name| replay(api, name))).await;
+async fn replay_every_capture(route: Route) {
+    let names = stream_fixtures(route);
+    assert!(!names.is_empty(), "{route:?}: captured streams");
+    futures_util::future::join_all(names.into_iter().map(|name| replay(route, name))).await;
 }
 
 #[tokio::test]
 async fn every_captured_chat_stream_replays_through_the_gateway() {
-    replay_every_capture(Api::Chat).await;
+    replay_every_capture(Route::Chat).await;
 }
 
 #[tokio::test]
 async fn every_captured_responses_stream_replays_through_the_gateway() {
-    replay_every_capture(Api::Responses).await;
+    replay_every_capture(Route::Responses).await;
 }
 
 #[tokio::test]
 async fn every_captured_messages_stream_replays_through_the_gateway() {
-    replay_every_capture(Api::Messages).await;
+    replay_every_capture(Route::Messages).await;
 }
 
 #[test]
 fn the_captures_cover_passing_and_failing_streams() {
     // The replays above take both paths: both must exist.
-    let failing: Vec<String> = [Api::Chat, Api::Responses, Api::Messages]
+    let failing: Vec<String> = Route::ALL
         .into_iter()
-        .flat_map(|api| {
-            stream_fixtures(api)
+        .flat_map(|route| {
+            stream_fixtures(route)
                 .into_iter()
-                .map(move |name| format!("{}/{name}", api.dir()))
+                .map(move |name| format!("{}/{name}", route.dir()))
         })
         .filter(|path| {
             let body = fixture(path);
@@ -471,12 +416,12 @@ fn the_captures_cover_passing_and_failing_streams() {
 /// Text arrives while the upstream is still streaming: the first text
 /// delta reaches the client several pauses before the upstream sends its
 /// last event, and the held call only after it.
-async fn text_first(api: Api, path: &str, first_text: &str) {
+async fn text_first(route: Route, path: &str, first_text: &str) {
     let body = fixture(path);
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(&body, SLOW));
     let gw = gateway(&allowing(&body), &upstream).await;
-    let answer = ask(&gw, api, "text-first").await;
+    let answer = ask(&gw, route, "text-first").await;
     let sent = upstream.sent();
     assert_eq!(sent.len(), sse_events(&body).len(), "{path}");
     let last_sent = *sent.last().unwrap();
@@ -485,7 +430,10 @@ async fn text_first(api: Api, path: &str, first_text: &str) {
         .iter()
         .find(|(_, chunk)| contains(chunk, first_text))
         .unwrap_or_else(|| panic!("{path}: the text reached the client"));
-    assert!(!api.concerns_a_call(text_chunk), "{path}: text came alone");
+    assert!(
+        !route.concerns_a_call(text_chunk),
+        "{path}: text came alone"
+    );
     let margin = SLOW * 4;
     assert!(
         *text_at + margin <= last_sent,
@@ -495,7 +443,7 @@ async fn text_first(api: Api, path: &str, first_text: &str) {
     let (call_at, _) = answer
         .chunks
         .iter()
-        .find(|(_, chunk)| api.concerns_a_call(chunk))
+        .find(|(_, chunk)| route.concerns_a_call(chunk))
         .unwrap();
     assert!(
         *call_at >= last_sent,
@@ -509,17 +457,17 @@ async fn text_first(api: Api, path: &str, first_text: &str) {
 async fn text_reaches_the_client_before_the_upstream_ends() {
     tokio::join!(
         text_first(
-            Api::Messages,
+            Route::Messages,
             "anthropic/stream-text-then-tool-use.sse",
             r#""text_delta","text":"I""#
         ),
         text_first(
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-glm-text-then-tool-repeated-id.sse",
             r#""content":"I""#
         ),
         text_first(
-            Api::Responses,
+            Route::Responses,
             "openai-responses/stream-reasoning-text-then-call.sse",
             "response.output_text.delta"
         ),
@@ -534,7 +482,7 @@ async fn text_passes_while_the_upstream_holds_back_the_rest_of_a_call() {
     let events = sse_events(&body);
     let first_call = events
         .iter()
-        .position(|e| Api::Messages.concerns_a_call(e))
+        .position(|e| Route::Messages.concerns_a_call(e))
         .unwrap();
     let gate = Gate::shut();
     let mut steps = Step::events(&body, PAUSE);
@@ -542,9 +490,9 @@ async fn text_passes_while_the_upstream_holds_back_the_rest_of_a_call() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::Steps(steps));
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let mut response = send(&gw, Api::Messages, "gated", Api::Messages.request()).await;
+    let mut response = send(&gw, Route::Messages, "gated").await;
     assert_eq!(response.status(), 200);
-    let text = before_first_call(Api::Messages, &body);
+    let text = before_first_call(Route::Messages, &body);
     let mut got = Vec::new();
     while got.len() < text.len() {
         let chunk = tokio::time::timeout(Duration::from_secs(5), response.chunk())
@@ -586,32 +534,32 @@ async fn events_split_anywhere_and_crlf_lines_are_released_byte_for_byte() {
     };
     let cases = [
         (
-            Api::Chat,
+            Route::Chat,
             crlf(fixture("openai-chat/stream-parallel-weather-stock.sse")),
             0,
         ),
         (
-            Api::Messages,
+            Route::Messages,
             crlf(fixture("anthropic/stream-text-then-tool-use.sse")),
             0,
         ),
         (
-            Api::Chat,
+            Route::Chat,
             fixture("openai-chat/stream-parallel-weather-stock.sse"),
             61,
         ),
         (
-            Api::Messages,
+            Route::Messages,
             fixture("anthropic/stream-text-then-tool-use.sse"),
             7,
         ),
         (
-            Api::Responses,
+            Route::Responses,
             fixture("openai-responses/stream-parallel-two-calls.sse"),
             29,
         ),
     ];
-    let runs = cases.into_iter().map(|(api, body, size)| async move {
+    let runs = cases.into_iter().map(|(route, body, size)| async move {
         // Split into `size` bytes whatever the events, or one event a chunk.
         let chunks: Vec<Vec<u8>> = if size == 0 {
             sse_events(&body)
@@ -625,8 +573,8 @@ async fn events_split_anywhere_and_crlf_lines_are_released_byte_for_byte() {
         });
         let gw = gateway(&allowing(&body), &upstream).await;
         let request_id = format!("split-{size}");
-        let answer = ask(&gw, api, &request_id).await;
-        let what = format!("{api:?} in chunks of {size}");
+        let answer = ask(&gw, route, &request_id).await;
+        let what = format!("{route:?} in chunks of {size}");
         let keys = assert_released(&answer.body, &body, &what);
         assert_eq!(
             keys,
@@ -644,7 +592,7 @@ async fn a_client_that_goes_away_stops_the_upstream_read() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(&body, Duration::from_millis(40)));
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let mut response = send(&gw, Api::Messages, "gone", Api::Messages.request()).await;
+    let mut response = send(&gw, Route::Messages, "gone").await;
     let mut got = Vec::new();
     while !contains(&got, "text_delta") {
         got.extend_from_slice(&response.chunk().await.unwrap().unwrap());
@@ -659,20 +607,20 @@ async fn a_client_that_goes_away_stops_the_upstream_read() {
     assert!(gw.audit_records().is_empty(), "nothing was judged");
 }
 
-/// Run `api`'s stream `path` through a gateway with `policy`; it must end
+/// Run `route`'s stream `path` through a gateway with `policy`; it must end
 /// blocked with `expected_code` after the events before the first call,
 /// with none of `fragments` before the error event.
-async fn blocked(api: Api, path: &str, policy: &str, expected_code: &str, fragments: &[&str]) {
+async fn blocked(route: Route, path: &str, policy: &str, expected_code: &str, fragments: &[&str]) {
     let body = fixture(path);
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(&body, PAUSE));
     let gw = gateway(policy, &upstream).await;
     let request_id = format!("blocked-{path}");
-    let answer = ask(&gw, api, &request_id).await;
+    let answer = ask(&gw, route, &request_id).await;
     assert_eq!(answer.status, 200, "{path}: the stream had started");
-    let before = before_first_call(api, &body);
-    let error = assert_ended_by_error(api, &answer.body, &before, "guardrails_violation", path);
-    assert_eq!(code(api, &error), expected_code, "{path}: {error}");
+    let before = before_first_call(route, &body);
+    let error = assert_ended_by_error(route, &answer.body, &before, "guardrails_violation", path);
+    assert_eq!(code(route, &error), expected_code, "{path}: {error}");
     for fragment in fragments {
         assert!(
             !contains(&answer.body[..before.len()], fragment),
@@ -690,14 +638,14 @@ async fn blocked(api: Api, path: &str, policy: &str, expected_code: &str, fragme
 async fn a_schema_violation_blocks_the_stream_after_its_text() {
     tokio::join!(
         blocked(
-            Api::Messages,
+            Route::Messages,
             "anthropic/stream-text-then-tool-use.sse",
             "schema: {get_weather: {type: object, properties: {location: {enum: [London]}}}}",
             "schema_violation",
             &["get_weather", "locati", "is\\\"}"],
         ),
         blocked(
-            Api::Responses,
+            Route::Responses,
             "openai-responses/stream-reasoning-text-then-call.sse",
             "schema: {get_capital: {type: object, properties: {country: {maxLength: 5}}}}",
             "schema_violation",
@@ -708,7 +656,7 @@ async fn a_schema_violation_blocks_the_stream_after_its_text() {
             ],
         ),
         blocked(
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-glm-text-then-tool-repeated-id.sse",
             "schema: {get_weather: {type: object, required: [city]}}",
             "schema_violation",
@@ -722,7 +670,7 @@ async fn one_bad_call_among_parallel_calls_blocks_them_all() {
     tokio::join!(
         // Both names pass; the second call's arguments do not.
         blocked(
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-parallel-weather-stock.sse",
             "allowed_functions: [GetWeatherArgs, get_stock_price]\n\
              schema: {get_stock_price: {type: object, properties: {exchange: {enum: [NYSE]}}}}",
@@ -732,7 +680,7 @@ async fn one_bad_call_among_parallel_calls_blocks_them_all() {
         // The first call is allowed and complete when the second, refused,
         // is named: the first is not released either.
         blocked(
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-parallel-weather-stock.sse",
             "allowed_functions: [GetWeatherArgs]",
             "not_allowed",
@@ -740,7 +688,7 @@ async fn one_bad_call_among_parallel_calls_blocks_them_all() {
         ),
         // Two calls of one tool; the limit lets one through.
         blocked(
-            Api::Messages,
+            Route::Messages,
             "anthropic/stream-parallel-no-arg-tools.sse",
             "allowed_functions: [pelican_name_generator]\n\
              limits: [{tool: pelican_name_generator, max: 1, per: 1m, by: global}]",
@@ -748,7 +696,7 @@ async fn one_bad_call_among_parallel_calls_blocks_them_all() {
             &["pelican_name_generator", "toolu_011ouQLPrqhKSuFJtuJrpaUX"],
         ),
         blocked(
-            Api::Responses,
+            Route::Responses,
             "openai-responses/stream-parallel-two-calls.sse",
             "schema: {get_weather: {type: object, properties: {location: {pattern: '^San '}}}}",
             "schema_violation",
@@ -767,27 +715,36 @@ async fn a_parallel_block_keeps_the_text_before_the_calls() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(&body, PAUSE));
     let gw = gateway("forbidden: [pelican_name_generator]", &upstream).await;
-    let answer = ask(&gw, Api::Messages, "parallel-text").await;
-    let before = before_first_call(Api::Messages, &body);
+    let answer = ask(&gw, Route::Messages, "parallel-text").await;
+    let before = before_first_call(Route::Messages, &body);
     for text in [" pet pelican by", " generator tool."] {
         assert!(contains(&before, text));
     }
     let error = assert_ended_by_error(
-        Api::Messages,
+        Route::Messages,
         &answer.body,
         &before,
         "guardrails_violation",
         "parallel",
     );
-    assert_eq!(code(Api::Messages, &error), "forbidden");
+    assert_eq!(code(Route::Messages, &error), "forbidden");
 }
 
 /// A stream whose upstream names a refused tool, then pauses far longer
 /// than the test: the error must come without waiting for it.
-async fn refused_by_name(api: Api, path: &str, policy: &str, request: String, expected_code: &str) {
+async fn refused_by_name(
+    route: Route,
+    path: &str,
+    policy: &str,
+    request: String,
+    expected_code: &str,
+) {
     let body = fixture(path);
     let events = sse_events(&body);
-    let named = events.iter().position(|e| api.concerns_a_call(e)).unwrap();
+    let named = events
+        .iter()
+        .position(|e| route.concerns_a_call(e))
+        .unwrap();
     let steps = events
         .iter()
         .enumerate()
@@ -802,7 +759,7 @@ async fn refused_by_name(api: Api, path: &str, policy: &str, request: String, ex
     let request_id = format!("refused-{path}");
     let answer = tokio::time::timeout(
         Duration::from_secs(10),
-        ask_with(&gw, api, &request_id, request),
+        ask_with(&gw, route, &request_id, request),
     )
     .await
     .unwrap_or_else(|_| panic!("{path}: the gateway waited for the upstream"));
@@ -812,13 +769,13 @@ async fn refused_by_name(api: Api, path: &str, policy: &str, request: String, ex
         "{path}: the upstream had sent the name and nothing after it"
     );
     let error = assert_ended_by_error(
-        api,
+        route,
         &answer.body,
-        &before_first_call(api, &body),
+        &before_first_call(route, &body),
         "guardrails_violation",
         path,
     );
-    assert_eq!(code(api, &error), expected_code, "{path}");
+    assert_eq!(code(route, &error), expected_code, "{path}");
     assert!(
         answer.ended().duration_since(answer.asked) < Duration::from_secs(5),
         "{path}"
@@ -835,23 +792,23 @@ async fn a_refused_name_ends_the_stream_before_the_upstream_does() {
     tokio::join!(
         // Not on the allowlist.
         refused_by_name(
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-parallel-weather-stock.sse",
             "allowed_functions: [get_stock_price]",
-            Api::Chat.request(),
+            Route::Chat.stream_request(),
             "not_allowed",
         ),
         // Forbidden, after text.
         refused_by_name(
-            Api::Messages,
+            Route::Messages,
             "anthropic/stream-text-then-tool-use.sse",
             "forbidden: [get_weather]",
-            Api::Messages.request(),
+            Route::Messages.stream_request(),
             "forbidden",
         ),
         // Not among the tools the request declares.
         refused_by_name(
-            Api::Responses,
+            Route::Responses,
             "openai-responses/stream-single-get-capital.sse",
             "",
             declared.to_string(),
@@ -894,21 +851,21 @@ async fn a_legacy_function_call_stream_is_held_and_checked() {
     upstream.reply(Reply::sse(&body, PAUSE));
     upstream.reply(Reply::sse(&body, PAUSE));
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
-    let answer = ask(&gw, Api::Chat, "legacy-blocked").await;
-    let before = before_first_call(Api::Chat, &body);
+    let answer = ask(&gw, Route::Chat, "legacy-blocked").await;
+    let before = before_first_call(Route::Chat, &body);
     assert!(contains(&before, "that user now."));
     let error = assert_ended_by_error(
-        Api::Chat,
+        Route::Chat,
         &answer.body,
         &before,
         "guardrails_violation",
         "legacy",
     );
-    assert_eq!(code(Api::Chat, &error), "forbidden");
+    assert_eq!(code(Route::Chat, &error), "forbidden");
     assert!(!contains(&answer.body[..before.len()], "delete_user"));
 
     let allowed = gateway("allowed_functions: [delete_user]", &upstream).await;
-    let answer = ask(&allowed, Api::Chat, "legacy-released").await;
+    let answer = ask(&allowed, Route::Chat, "legacy-released").await;
     let keys = assert_released(&answer.body, &body, "legacy");
     assert_eq!(
         keys,
@@ -927,7 +884,7 @@ async fn arguments_split_across_many_deltas_are_assembled_then_checked() {
     assert!(fragments >= 10, "{fragments} argument deltas");
     // Only the whole number breaks the schema: "123" alone would pass.
     blocked(
-        Api::Chat,
+        Route::Chat,
         path,
         "schema: {multiply: {type: object, properties: {a: {type: integer, maximum: 1230}}}}",
         "schema_violation",
@@ -943,7 +900,7 @@ async fn arguments_split_across_many_deltas_are_assembled_then_checked() {
         &upstream,
     )
     .await;
-    let answer = ask(&gw, Api::Chat, "fragmented").await;
+    let answer = ask(&gw, Route::Chat, "fragmented").await;
     let keys = assert_released(&answer.body, &body, path);
     assert_eq!(
         keys,
@@ -971,7 +928,7 @@ async fn released_keys_are_the_audited_keys_of_parallel_calls() {
         &upstream,
     )
     .await;
-    let answer = ask(&gw, Api::Chat, "parallel-keys").await;
+    let answer = ask(&gw, Route::Chat, "parallel-keys").await;
     let keys = assert_released(&answer.body, &body, path);
     assert_eq!(
         keys,
@@ -999,7 +956,7 @@ async fn released_keys_are_the_audited_keys_of_parallel_calls() {
     assert_eq!(record["calls"][1]["arguments"]["exchange"], "NASDAQ");
 
     // Another request id, other keys for the same calls.
-    let again = ask(&gw, Api::Chat, "parallel-keys-2").await;
+    let again = ask(&gw, Route::Chat, "parallel-keys-2").await;
     let other = assert_released(&again.body, &body, path);
     assert_eq!(other.len(), 2);
     assert!(other.iter().all(|k| !keys.contains(k)));
@@ -1010,20 +967,20 @@ async fn released_keys_are_the_audited_keys_of_parallel_calls() {
 async fn an_upstream_that_breaks_mid_stream_releases_nothing_held() {
     let chat = fixture("openai-chat/stream-parallel-weather-stock.sse");
     let messages = fixture("anthropic/stream-text-then-tool-use.sse");
-    let run = |api: Api, body: Vec<u8>, keep: usize, policy: &'static str| async move {
+    let run = |route: Route, body: Vec<u8>, keep: usize, policy: &'static str| async move {
         let mut steps = Step::events(&body, PAUSE);
         steps.truncate(keep);
         steps.push(Step::Break);
         let upstream = Upstream::start().await;
         upstream.reply(Reply::Steps(steps));
         let gw = gateway(policy, &upstream).await;
-        let answer = ask(&gw, api, "broken").await;
+        let answer = ask(&gw, route, "broken").await;
         assert_eq!(answer.status, 200);
         assert_eq!(upstream.sent().len(), keep);
         let error = assert_ended_by_error(
-            api,
+            route,
             &answer.body,
-            &before_first_call(api, &body),
+            &before_first_call(route, &body),
             "upstream_unavailable",
             "broken",
         );
@@ -1038,21 +995,21 @@ async fn an_upstream_that_breaks_mid_stream_releases_nothing_held() {
     tokio::join!(
         // Broken in the middle of the first call's arguments.
         run(
-            Api::Chat,
+            Route::Chat,
             chat.clone(),
             8,
             "allowed_functions: [GetWeatherArgs, get_stock_price]"
         ),
         // Broken after both calls are complete, before the stream's end.
         run(
-            Api::Chat,
+            Route::Chat,
             chat,
             24,
             "allowed_functions: [GetWeatherArgs, get_stock_price]"
         ),
         // Broken after the text and the call's first fragments.
         run(
-            Api::Messages,
+            Route::Messages,
             messages,
             9,
             "allowed_functions: [get_weather]"
@@ -1074,22 +1031,25 @@ async fn a_stalled_upstream_times_out_and_releases_nothing_held() {
         &upstream,
     )
     .await;
-    let answer = tokio::time::timeout(Duration::from_secs(10), ask(&gw, Api::Messages, "stalled"))
-        .await
-        .expect("the gateway gives up on a stalled upstream");
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        ask(&gw, Route::Messages, "stalled"),
+    )
+    .await
+    .expect("the gateway gives up on a stalled upstream");
     assert_ended_by_error(
-        Api::Messages,
+        Route::Messages,
         &answer.body,
-        &before_first_call(Api::Messages, &body),
+        &before_first_call(Route::Messages, &body),
         "upstream_timeout",
         "stalled",
     );
     gate.open();
 }
 
-/// Replay the first `keep` events of `path` on `api`, then end the body
+/// Replay the first `keep` events of `path` on `route`, then end the body
 /// cleanly, through a gateway allowing the capture's tools.
-async fn cut(api: Api, path: &str, keep: usize) -> (Answer, Running, Vec<u8>) {
+async fn cut(route: Route, path: &str, keep: usize) -> (Answer, Running, Vec<u8>) {
     let body = fixture(path);
     let chunks = sse_events(&body)[..keep].to_vec();
     let cut: Vec<u8> = chunks.concat();
@@ -1099,7 +1059,7 @@ async fn cut(api: Api, path: &str, keep: usize) -> (Answer, Running, Vec<u8>) {
         pause: Duration::from_millis(2),
     });
     let gw = gateway(&allowing(&body), &upstream).await;
-    let answer = ask(&gw, api, &format!("cut-{keep}")).await;
+    let answer = ask(&gw, route, &format!("cut-{keep}")).await;
     (answer, gw, cut)
 }
 
@@ -1110,17 +1070,17 @@ async fn a_stream_cut_inside_a_call_is_blocked() {
     // blocks before the first call.
     let cases = [
         (
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-single-multiply-fragmented.sse",
         ),
-        (Api::Messages, "anthropic/stream-text-then-tool-use.sse"),
+        (Route::Messages, "anthropic/stream-text-then-tool-use.sse"),
         (
-            Api::Responses,
+            Route::Responses,
             "openai-responses/stream-single-get-capital.sse",
         ),
     ];
     let mut runs = Vec::new();
-    for (api, path) in cases {
+    for (route, path) in cases {
         let body = fixture(path);
         let policy = Policy::from_text(&allowing(&body), None).unwrap();
         let events = sse_events(&body);
@@ -1128,16 +1088,16 @@ async fn a_stream_cut_inside_a_call_is_blocked() {
             let verdict = policy.check(&events[..keep].concat());
             if !verdict.passed {
                 runs.push(async move {
-                    let (answer, gw, cut) = cut(api, path, keep).await;
+                    let (answer, gw, cut) = cut(route, path, keep).await;
                     let what = format!("{path} cut after {keep} events");
                     let error = assert_ended_by_error(
-                        api,
+                        route,
                         &answer.body,
-                        &before_first_call(api, &cut),
+                        &before_first_call(route, &cut),
                         "guardrails_violation",
                         &what,
                     );
-                    assert_eq!(code(api, &error), verdict.violations[0].code.as_str());
+                    assert_eq!(code(route, &error), verdict.violations[0].code.as_str());
                     assert_eq!(record(&gw)["outcome"], "blocked", "{what}");
                 });
             }
@@ -1149,21 +1109,21 @@ async fn a_stream_cut_inside_a_call_is_blocked() {
 
 #[tokio::test]
 async fn a_stream_cut_before_its_end_releases_nothing() {
-    for (api, path, keep) in [
+    for (route, path, keep) in [
         // Only the call's name and an empty first fragment came.
         (
-            Api::Chat,
+            Route::Chat,
             "openai-chat/stream-single-multiply-fragmented.sse",
             1,
         ),
         // The first of two parallel calls is done; the second never came.
         (
-            Api::Messages,
+            Route::Messages,
             "anthropic/stream-parallel-no-arg-tools.sse",
             18,
         ),
     ] {
-        let (answer, _gw, cut) = cut(api, path, keep).await;
+        let (answer, _gw, cut) = cut(route, path, keep).await;
         let what = format!("{path} cut after {keep} events");
         assert!(
             !contains(&answer.body, &String::from_utf8_lossy(KEYS_COMMENT)),
@@ -1171,9 +1131,9 @@ async fn a_stream_cut_before_its_end_releases_nothing() {
             String::from_utf8_lossy(&answer.body)
         );
         assert_ended_by_error(
-            api,
+            route,
             &answer.body,
-            &before_first_call(api, &cut),
+            &before_first_call(route, &cut),
             "guardrails_violation",
             &what,
         );
@@ -1191,7 +1151,7 @@ async fn a_whole_body_answering_a_stream_request_is_checked_whole() {
         &upstream,
     )
     .await;
-    let answer = ask(&gw, Api::Chat, "whole-released").await;
+    let answer = ask(&gw, Route::Chat, "whole-released").await;
     assert_eq!(answer.status, 200);
     assert!(answer
         .header("content-type")
@@ -1199,22 +1159,19 @@ async fn a_whole_body_answering_a_stream_request_is_checked_whole() {
     assert_eq!(answer.body, body, "released exactly as sent");
     let keys = keys_of("whole-released", &toolgate::detect(&body));
     assert_eq!(keys.len(), 2);
-    assert_eq!(
-        answer.header("x-toolgate-idempotency-keys"),
-        Some(keys.join(",").as_str())
-    );
+    assert_eq!(answer.header(KEYS), Some(keys.join(",").as_str()));
     let record = record(&gw);
     assert_eq!(record["outcome"], "released");
     assert_eq!(record["stream"], true);
     assert_eq!(record_keys(&record), [json!(keys[0]), json!(keys[1])]);
 
     let blocked = gateway("allowed_functions: [get_stock_price]", &upstream).await;
-    let answer = ask(&blocked, Api::Chat, "whole-blocked").await;
+    let answer = ask(&blocked, Route::Chat, "whole-blocked").await;
     assert_eq!(answer.status, 400);
     let error: Value = serde_json::from_slice(&answer.body).unwrap();
     assert_eq!(error["error"]["type"], "guardrails_violation");
     assert_eq!(error["error"]["code"], "not_allowed");
-    assert!(answer.header("x-toolgate-idempotency-keys").is_none());
+    assert!(answer.header(KEYS).is_none());
     assert!(!contains(&answer.body, "\"tool_calls\""));
     assert_blocked_record(&blocked, "whole-blocked", "not_allowed");
 }
@@ -1227,7 +1184,7 @@ async fn an_anthropic_whole_body_answering_a_stream_request_is_checked_whole() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::json(body.clone()));
     let gw = gateway(&allowing(&body), &upstream).await;
-    let answer = ask(&gw, Api::Messages, "whole-messages").await;
+    let answer = ask(&gw, Route::Messages, "whole-messages").await;
     assert_eq!(
         answer.status,
         200,
@@ -1236,7 +1193,7 @@ async fn an_anthropic_whole_body_answering_a_stream_request_is_checked_whole() {
     );
     assert_eq!(answer.body, body);
     assert_eq!(
-        answer.header("x-toolgate-idempotency-keys"),
+        answer.header(KEYS),
         Some(keys_of("whole-messages", &found).join(",").as_str())
     );
     assert_eq!(record(&gw)["outcome"], "released");
@@ -1245,7 +1202,7 @@ async fn an_anthropic_whole_body_answering_a_stream_request_is_checked_whole() {
 #[tokio::test]
 async fn a_stream_without_calls_passes_as_it_comes_with_no_keys() {
     let captured = fixture("anthropic/stream-text-then-tool-use.sse");
-    let mut body = before_first_call(Api::Messages, &captured);
+    let mut body = before_first_call(Route::Messages, &captured);
     body.extend_from_slice(
         b"event: message_delta\n\
           data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":12}}\n\n\
@@ -1255,7 +1212,7 @@ async fn a_stream_without_calls_passes_as_it_comes_with_no_keys() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(&body, PAUSE));
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let answer = ask(&gw, Api::Messages, "text-only").await;
+    let answer = ask(&gw, Route::Messages, "text-only").await;
     assert_eq!(answer.status, 200);
     assert_eq!(answer.body, body, "as sent, with no keys comment");
     let record = record(&gw);
@@ -1271,15 +1228,15 @@ async fn an_empty_stream_ends_with_an_error() {
         pause: PAUSE,
     });
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let answer = ask(&gw, Api::Chat, "empty").await;
+    let answer = ask(&gw, Route::Chat, "empty").await;
     let error = assert_ended_by_error(
-        Api::Chat,
+        Route::Chat,
         &answer.body,
         b"",
         "guardrails_violation",
         "empty",
     );
-    assert_eq!(code(Api::Chat, &error), "malformed_payload");
+    assert_eq!(code(Route::Chat, &error), "malformed_payload");
     assert_blocked_record(&gw, "empty", "malformed_payload");
 }
 
@@ -1293,18 +1250,18 @@ async fn an_upstream_error_answering_a_stream_request_passes_as_sent() {
         body: error.to_vec(),
     });
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let answer = ask(&gw, Api::Messages, "overloaded").await;
+    let answer = ask(&gw, Route::Messages, "overloaded").await;
     assert_eq!(answer.status, 529);
     assert_eq!(answer.body, error);
-    assert_eq!(answer.header("x-request-id"), Some("overloaded"));
+    assert_eq!(answer.header(REQUEST_ID), Some("overloaded"));
 }
 
 #[tokio::test]
 async fn a_stream_past_max_payload_bytes_ends_with_an_error() {
     let chat = fixture("openai-chat/stream-parallel-weather-stock.sse");
     let messages = fixture("anthropic/stream-text-then-tool-use.sse");
-    let run = |api: Api, body: Vec<u8>, limit: usize| async move {
-        assert!(before_first_call(api, &body).len() < limit && limit < body.len());
+    let run = |route: Route, body: Vec<u8>, limit: usize| async move {
+        assert!(before_first_call(route, &body).len() < limit && limit < body.len());
         let policy = format!(
             "{}\ninput_limits: {{max_payload_bytes: {limit}}}",
             allowing(&body)
@@ -1312,20 +1269,20 @@ async fn a_stream_past_max_payload_bytes_ends_with_an_error() {
         let upstream = Upstream::start().await;
         upstream.reply(Reply::sse(&body, PAUSE));
         let gw = gateway(&policy, &upstream).await;
-        let answer = ask(&gw, api, "too-large").await;
+        let answer = ask(&gw, route, "too-large").await;
         let error = assert_ended_by_error(
-            api,
+            route,
             &answer.body,
-            &before_first_call(api, &body),
+            &before_first_call(route, &body),
             "guardrails_violation",
             "too large",
         );
-        assert_eq!(code(api, &error), "input_limit_exceeded", "{error}");
+        assert_eq!(code(route, &error), "input_limit_exceeded", "{error}");
         assert_blocked_record(&gw, "too-large", "input_limit_exceeded");
     };
     tokio::join!(
-        run(Api::Chat, chat, 4000),
-        run(Api::Messages, messages, 1500),
+        run(Route::Chat, chat, 4000),
+        run(Route::Messages, messages, 1500),
     );
 }
 
@@ -1339,11 +1296,11 @@ async fn a_stream_past_max_response_bytes_ends_with_an_error() {
         &upstream,
     )
     .await;
-    let answer = ask(&gw, Api::Chat, "too-long").await;
+    let answer = ask(&gw, Route::Chat, "too-long").await;
     assert_ended_by_error(
-        Api::Chat,
+        Route::Chat,
         &answer.body,
-        &before_first_call(Api::Chat, &body),
+        &before_first_call(Route::Chat, &body),
         "upstream_response_too_large",
         "max_response_bytes",
     );
@@ -1365,20 +1322,20 @@ async fn an_unrecognised_stream_is_held_until_its_verdict() {
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(body, PAUSE));
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
-    let answer = ask(&gw, Api::Chat, "unrecognised").await;
+    let answer = ask(&gw, Route::Chat, "unrecognised").await;
     assert!(
         !contains(&answer.body, "delete_user\",\"parameters"),
         "the call reached the client: {}",
         String::from_utf8_lossy(&answer.body)
     );
     let error = assert_ended_by_error(
-        Api::Chat,
+        Route::Chat,
         &answer.body,
         b"",
         "guardrails_violation",
         "unrecognised",
     );
-    assert_eq!(code(Api::Chat, &error), "malformed_payload");
+    assert_eq!(code(Route::Chat, &error), "malformed_payload");
 }
 
 #[tokio::test]
@@ -1390,7 +1347,7 @@ async fn a_responses_request_with_a_string_input_is_streamed() {
     let gw = gateway("allowed_functions: [get_capital]", &upstream).await;
     let request = json!({"model": "gpt-4o", "stream": true,
         "input": "What is the capital of France?"});
-    let answer = ask_with(&gw, Api::Responses, "string-input", request.to_string()).await;
+    let answer = ask_with(&gw, Route::Responses, "string-input", request.to_string()).await;
     assert_eq!(
         answer.status,
         200,

@@ -7,194 +7,89 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toolgate_gateway::{AuditRecord, AuditStore};
 
-use crate::support::{client, fixture, gateway, gateway_with_store, Reply, Running, Upstream};
-
-const KEYS: &str = "x-toolgate-idempotency-keys";
-const REQUEST_ID: &str = "x-request-id";
-
-// ---------------------------------------------------------------------
-// Routes and payloads
-// ---------------------------------------------------------------------
-
-/// One of the proxied routes, with the payloads a test sends and replays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Route {
-    Chat,
-    Responses,
-    Messages,
-}
-
-const ROUTES: [Route; 3] = [Route::Chat, Route::Responses, Route::Messages];
-
-impl Route {
-    fn path(self) -> &'static str {
-        match self {
-            Route::Chat => "/v1/chat/completions",
-            Route::Responses => "/v1/responses",
-            Route::Messages => "/v1/messages",
-        }
-    }
-
-    /// The route's name in audit records and metrics.
-    fn label(self) -> &'static str {
-        match self {
-            Route::Chat => "chat_completions",
-            Route::Responses => "responses",
-            Route::Messages => "messages",
-        }
-    }
-
-    fn is_openai(self) -> bool {
-        matches!(self, Route::Chat | Route::Responses)
-    }
-
-    /// A first request: one user turn, nothing to check on the way up.
-    fn request(self) -> String {
-        match self {
-            Route::Chat => {
-                r#"{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}"#.to_owned()
-            }
-            Route::Responses => {
-                r#"{"model":"gpt-4o","input":[{"role":"user","content":"hi"}]}"#.to_owned()
-            }
-            Route::Messages => {
-                r#"{"model":"claude-haiku-4-5","max_tokens":256,"messages":[{"role":"user","content":"hi"}]}"#
-                    .to_owned()
-            }
-        }
-    }
-
-    /// A response holding text and no tool call.
-    fn text(self, text: &str) -> Vec<u8> {
-        let text = serde_json::to_string(text).unwrap();
-        match self {
-            Route::Chat => format!(
-                r#"{{"id":"chatcmpl-text","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{{"index":0,"message":{{"role":"assistant","content":{text},"refusal":null}},"finish_reason":"stop"}}]}}"#
-            ),
-            Route::Responses => format!(
-                r#"{{"id":"resp_text","object":"response","model":"gpt-4o","status":"completed","output":[{{"type":"message","id":"msg_0","role":"assistant","status":"completed","content":[{{"type":"output_text","text":{text},"annotations":[]}}]}}]}}"#
-            ),
-            Route::Messages => format!(
-                r#"{{"id":"msg_text","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{{"type":"text","text":{text}}}],"stop_reason":"end_turn"}}"#
-            ),
-        }
-        .into_bytes()
-    }
-
-    /// A response with these calls, `(tool, arguments as the model wrote
-    /// them)`, with ids `call_<n>` (`toolu_<n>` on Anthropic). OpenAI
-    /// routes carry the arguments as a string; Anthropic carries them
-    /// inline when they are JSON (duplicate keys kept), else as a string.
-    fn calls(self, calls: &[(&str, &str)]) -> Vec<u8> {
-        let items: Vec<String> = calls
-            .iter()
-            .enumerate()
-            .map(|(at, (name, args))| {
-                let name = serde_json::to_string(name).unwrap();
-                let text = serde_json::to_string(args).unwrap();
-                match self {
-                    Route::Chat => format!(
-                        r#"{{"id":"call_{at}","type":"function","function":{{"name":{name},"arguments":{text}}}}}"#
-                    ),
-                    Route::Responses => format!(
-                        r#"{{"type":"function_call","id":"fc_{at}","call_id":"call_{at}","name":{name},"arguments":{text},"status":"completed"}}"#
-                    ),
-                    Route::Messages => {
-                        let input = if serde_json::from_str::<Value>(args).is_ok() {
-                            (*args).to_owned()
-                        } else {
-                            text
-                        };
-                        format!(
-                            r#"{{"type":"tool_use","id":"toolu_{at}","name":{name},"input":{input}}}"#
-                        )
-                    }
-                }
-            })
-            .collect();
-        let items = items.join(",");
-        match self {
-            Route::Chat => format!(
-                r#"{{"id":"chatcmpl-calls","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{items}]}},"finish_reason":"tool_calls"}}]}}"#
-            ),
-            Route::Responses => format!(
-                r#"{{"id":"resp_calls","object":"response","model":"gpt-4o","status":"completed","output":[{items}]}}"#
-            ),
-            Route::Messages => format!(
-                r#"{{"id":"msg_calls","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{items}],"stop_reason":"tool_use"}}"#
-            ),
-        }
-        .into_bytes()
-    }
-
-    /// The calls of a response body of this route: `(id, tool, arguments)`.
-    fn calls_in(self, body: &[u8]) -> Vec<(String, String, Value)> {
-        let body: Value = serde_json::from_slice(body).unwrap();
-        let text_args = |text: &Value| serde_json::from_str(text.as_str().unwrap()).unwrap();
-        match self {
-            Route::Chat => body["choices"][0]["message"]["tool_calls"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| {
-                    (
-                        c["id"].as_str().unwrap().to_owned(),
-                        c["function"]["name"].as_str().unwrap().to_owned(),
-                        text_args(&c["function"]["arguments"]),
-                    )
-                })
-                .collect(),
-            Route::Responses => body["output"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|item| item["type"] == "function_call")
-                .map(|c| {
-                    (
-                        c["call_id"].as_str().unwrap().to_owned(),
-                        c["name"].as_str().unwrap().to_owned(),
-                        text_args(&c["arguments"]),
-                    )
-                })
-                .collect(),
-            Route::Messages => body["content"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|block| block["type"] == "tool_use")
-                .map(|c| {
-                    (
-                        c["id"].as_str().unwrap().to_owned(),
-                        c["name"].as_str().unwrap().to_owned(),
-                        c["input"].clone(),
-                    )
-                })
-                .collect(),
-        }
-    }
-}
+use crate::support::{
+    client, fixture, gateway, gateway_with_store, key, Reply, Route, Running, Seen, Upstream, KEYS,
+    REQUEST_ID,
+};
 
 // ---------------------------------------------------------------------
 // Requests and answers
 // ---------------------------------------------------------------------
 
 async fn post(gw: &Running, route: Route, body: impl Into<reqwest::Body>) -> reqwest::Response {
-    post_with(gw, route.path(), &[], body).await
+    post_with(gw, route, &[], body).await
 }
 
 async fn post_with(
     gw: &Running,
-    path: &str,
+    route: Route,
     headers: &[(&str, &str)],
     body: impl Into<reqwest::Body>,
 ) -> reqwest::Response {
     let mut request = client()
-        .post(gw.url(path))
+        .post(gw.url(route.path()))
         .header("content-type", "application/json");
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
     request.body(body).send().await.unwrap()
+}
+
+/// Queue `answer` on the upstream, then POST the route's first request.
+async fn turn(
+    gw: &Running,
+    upstream: &Upstream,
+    route: Route,
+    answer: Vec<u8>,
+) -> reqwest::Response {
+    turn_with(gw, upstream, route, &[], answer).await
+}
+
+/// [`turn`] with `headers`.
+async fn turn_with(
+    gw: &Running,
+    upstream: &Upstream,
+    route: Route,
+    headers: &[(&str, &str)],
+    answer: Vec<u8>,
+) -> reqwest::Response {
+    upstream.reply(Reply::json(answer));
+    post_with(gw, route, headers, route.request()).await
+}
+
+/// What a turn must come to.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// Released: 200.
+    Released,
+    /// Blocked with exactly these violation codes, in order.
+    Blocked(&'static [&'static str]),
+}
+
+/// One turn of a table: the route's first request with a credential
+/// header, answered upstream with one call, and what it must come to.
+struct Turn {
+    case: &'static str,
+    route: Route,
+    auth: (&'static str, &'static str),
+    call: (&'static str, &'static str),
+    expect: Expect,
+}
+
+/// Take `turns` in order against one gateway, naming each case.
+async fn take_turns(gw: &Running, upstream: &Upstream, turns: &[Turn]) {
+    for step in turns {
+        let answer = step.route.calls(&[step.call]);
+        let response = turn_with(gw, upstream, step.route, &[step.auth], answer).await;
+        match step.expect {
+            Expect::Released => assert_eq!(response.status(), 200, "{}", step.case),
+            Expect::Blocked(expected) => {
+                assert_eq!(response.status(), 400, "{}", step.case);
+                let verdict = blocked(step.route, response).await;
+                assert_eq!(codes(&verdict), expected, "{}: {verdict}", step.case);
+            }
+        }
+    }
 }
 
 fn header(response: &reqwest::Response, name: &str) -> Option<String> {
@@ -264,6 +159,16 @@ async fn blocked(route: Route, response: reqwest::Response) -> Value {
     verdict
 }
 
+/// The keys the contract gives the calls of `body`, a response of
+/// `route`, under `request_id`, in order.
+fn expected_keys(route: Route, body: &[u8], request_id: &str) -> Vec<String> {
+    route
+        .calls_in(body)
+        .iter()
+        .map(|(_, tool, args)| key(request_id, tool, args))
+        .collect()
+}
+
 fn codes(verdict: &Value) -> Vec<String> {
     verdict["violations"]
         .as_array()
@@ -271,19 +176,6 @@ fn codes(verdict: &Value) -> Vec<String> {
         .iter()
         .map(|v| v["code"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// The contract's idempotency key: lowercase hex SHA-256 of the request
-/// id, a newline, the tool name, a newline, and the RFC 8785 canonical JSON
-/// of the arguments.
-fn key(request_id: &str, tool: &str, arguments: &Value) -> String {
-    let mut hash = Sha256::new();
-    hash.update(request_id.as_bytes());
-    hash.update(b"\n");
-    hash.update(tool.as_bytes());
-    hash.update(b"\n");
-    hash.update(serde_json_canonicalizer::to_vec(arguments).unwrap());
-    hex::encode(hash.finalize())
 }
 
 fn sha256(text: &str) -> String {
@@ -345,27 +237,22 @@ fn conversation(path: &str) -> Value {
 
 #[tokio::test]
 async fn every_route_releases_a_valid_response_byte_for_byte_with_one_key_per_call() {
+    // Captures under each route's fixtures.
     let cases = [
-        (
-            Route::Chat,
-            "openai-chat/nonstream-parallel-weather-stock.json",
-        ),
-        (
-            Route::Responses,
-            "openai-responses/nonstream-parallel-get-location.json",
-        ),
+        (Route::Chat, "nonstream-parallel-weather-stock.json"),
+        (Route::Responses, "nonstream-parallel-get-location.json"),
         (
             Route::Messages,
-            "anthropic/nonstream-text-and-4-parallel-tool-use.json",
+            "nonstream-text-and-4-parallel-tool-use.json",
         ),
     ];
     let upstream = Upstream::start().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
-    for (at, (route, path)) in cases.into_iter().enumerate() {
-        let body = fixture(path);
-        upstream.reply(Reply::json(body.clone()));
+    for (at, (route, name)) in cases.into_iter().enumerate() {
+        let path = format!("{}/{name}", route.dir());
+        let body = fixture(&path);
         let request = route.request();
-        let response = post(&gw, route, request.clone()).await;
+        let response = turn(&gw, &upstream, route, body.clone()).await;
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(
             header(&response, "content-type").as_deref(),
@@ -374,13 +261,9 @@ async fn every_route_releases_a_valid_response_byte_for_byte_with_one_key_per_ca
         let request_id = header(&response, REQUEST_ID).expect("a generated request id");
         assert!(uuid::Uuid::parse_str(&request_id).is_ok(), "{request_id}");
         let calls = route.calls_in(&body);
-        let expected: Vec<String> = calls
-            .iter()
-            .map(|(_, tool, args)| key(&request_id, tool, args))
-            .collect();
         assert_eq!(
             keys_of(&response),
-            expected,
+            expected_keys(route, &body, &request_id),
             "{path}: one key per call, in order"
         );
         assert_eq!(
@@ -412,24 +295,14 @@ async fn a_request_id_sent_by_the_client_is_used_for_keys_and_echoed() {
     let upstream = Upstream::start().await;
     let gw = gateway("allowed_functions: [retrieve_entity_info]", &upstream).await;
     let body = fixture("anthropic/nonstream-text-and-4-parallel-tool-use.json");
-    upstream.reply(Reply::json(body.clone()));
-    let response = post_with(
-        &gw,
-        Route::Messages.path(),
-        &[("x-request-id", "client-req-7")],
-        Route::Messages.request(),
-    )
-    .await;
+    let sent = [(REQUEST_ID, "client-req-7")];
+    let response = turn_with(&gw, &upstream, Route::Messages, &sent, body.clone()).await;
     assert_eq!(response.status(), 200);
     assert_eq!(
         header(&response, REQUEST_ID).as_deref(),
         Some("client-req-7")
     );
-    let expected: Vec<String> = Route::Messages
-        .calls_in(&body)
-        .iter()
-        .map(|(_, tool, args)| key("client-req-7", tool, args))
-        .collect();
+    let expected = expected_keys(Route::Messages, &body, "client-req-7");
     assert_eq!(keys_of(&response), expected);
     assert_eq!(upstream.seen()[0].headers[REQUEST_ID], "client-req-7");
     assert_eq!(gw.audit_records()[0]["request_id"], "client-req-7");
@@ -439,14 +312,9 @@ async fn a_request_id_sent_by_the_client_is_used_for_keys_and_echoed() {
     assert_eq!(audited_keys, expected);
 
     // A blocked answer carries the client's id too.
-    upstream.reply(Reply::json(Route::Chat.calls(&[("delete_user", "{}")])));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("x-request-id", "client-req-8")],
-        Route::Chat.request(),
-    )
-    .await;
+    let sent = [(REQUEST_ID, "client-req-8")];
+    let answer = Route::Chat.calls(&[("delete_user", "{}")]);
+    let response = turn_with(&gw, &upstream, Route::Chat, &sent, answer).await;
     assert_eq!(
         header(&response, REQUEST_ID).as_deref(),
         Some("client-req-8")
@@ -454,14 +322,9 @@ async fn a_request_id_sent_by_the_client_is_used_for_keys_and_echoed() {
     blocked(Route::Chat, response).await;
 
     // An id that is not a sane token is replaced, not echoed.
-    upstream.reply(Reply::json(Route::Chat.text("ok")));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("x-request-id", "two words")],
-        Route::Chat.request(),
-    )
-    .await;
+    let sent = [(REQUEST_ID, "two words")];
+    let answer = Route::Chat.text("ok");
+    let response = turn_with(&gw, &upstream, Route::Chat, &sent, answer).await;
     assert_eq!(response.status(), 200);
     let id = header(&response, REQUEST_ID).unwrap();
     assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
@@ -480,10 +343,9 @@ async fn text_only_and_partial_answers_pass_though_the_policy_expects_calls() {
         &upstream,
     )
     .await;
-    for route in ROUTES {
+    for route in Route::ALL {
         let body = route.text("Nothing to call.");
-        upstream.reply(Reply::json(body.clone()));
-        let response = post(&gw, route, route.request()).await;
+        let response = turn(&gw, &upstream, route, body.clone()).await;
         assert_eq!(response.status(), 200, "{route:?}");
         assert!(header(&response, KEYS).is_none(), "no call, no key");
         assert_eq!(response.bytes().await.unwrap(), body, "{route:?}");
@@ -491,8 +353,7 @@ async fn text_only_and_partial_answers_pass_though_the_policy_expects_calls() {
         // One call of the two expected, with another argument: still a
         // valid call.
         let body = route.calls(&[("search", r#"{"query":"dogs"}"#)]);
-        upstream.reply(Reply::json(body.clone()));
-        let response = post(&gw, route, route.request()).await;
+        let response = turn(&gw, &upstream, route, body.clone()).await;
         assert_eq!(response.status(), 200, "{route:?}");
         assert_eq!(keys_of(&response).len(), 1);
         assert_eq!(response.bytes().await.unwrap(), body, "{route:?}");
@@ -590,9 +451,9 @@ async fn each_kind_of_bad_call_is_blocked_with_400_in_the_route_shape() {
     for bad in &BAD_CALLS {
         let upstream = Upstream::start().await;
         let gw = gateway(bad.policy, &upstream).await;
-        for route in ROUTES {
-            upstream.reply(Reply::json(route.calls(&[(bad.tool, bad.args)])));
-            let response = post(&gw, route, route.request()).await;
+        for route in Route::ALL {
+            let answer = route.calls(&[(bad.tool, bad.args)]);
+            let response = turn(&gw, &upstream, route, answer).await;
             let verdict = blocked(route, response).await;
             let what = format!("{} on {route:?}: {verdict}", bad.code);
             assert_eq!(codes(&verdict)[0], bad.code, "{what}");
@@ -613,7 +474,7 @@ async fn each_kind_of_bad_call_is_blocked_with_400_in_the_route_shape() {
         assert_eq!(upstream.seen().len(), 3);
         let records = gw.audit_records();
         assert_eq!(records.len(), 3, "{}", bad.code);
-        for (record, route) in records.iter().zip(ROUTES) {
+        for (record, route) in records.iter().zip(Route::ALL) {
             assert_eq!(record["outcome"], "blocked");
             assert_eq!(record["route"], route.label());
             assert_eq!(record["violations"][0]["code"], bad.code);
@@ -627,6 +488,14 @@ async fn each_kind_of_bad_call_is_blocked_with_400_in_the_route_shape() {
         }
     }
 }
+
+/// `support-bot`'s key as OpenAI clients send it.
+const SUPPORT_BEARER: (&str, &str) = ("authorization", "Bearer key-support");
+/// `support-bot`'s key as Anthropic clients send it.
+const SUPPORT_API_KEY: (&str, &str) = ("x-api-key", "key-support");
+/// `ops-bot`'s key, both ways.
+const OPS_BEARER: (&str, &str) = ("authorization", "Bearer key-ops");
+const OPS_API_KEY: (&str, &str) = ("x-api-key", "key-ops");
 
 /// A policy with two callers: `support-bot` (role `support`, customers
 /// c-1 and c-2, key `key-support`) and `ops-bot` (role `ops`, key
@@ -646,62 +515,43 @@ async fn roles_allow_and_forbid_tools_per_caller() {
         "roles:\n  support: {allow: [search_orders, refund], forbid: [refund]}\n  ops: {allow: ['*']}\n",
     );
     let gw = gateway(&policy, &upstream).await;
-    let bearer = |key: &str| format!("Bearer {key}");
-
-    // Allowed by the role.
-    upstream.reply(Reply::json(
-        Route::Chat.calls(&[("search_orders", r#"{"q":"late"}"#)]),
-    ));
-    let response = post_with(
+    let email = ("send_email", r#"{"to":"a@example.com"}"#);
+    take_turns(
         &gw,
-        Route::Chat.path(),
-        &[("authorization", &bearer("key-support"))],
-        Route::Chat.request(),
+        &upstream,
+        &[
+            Turn {
+                case: "allowed by the role",
+                route: Route::Chat,
+                auth: SUPPORT_BEARER,
+                call: ("search_orders", r#"{"q":"late"}"#),
+                expect: Expect::Released,
+            },
+            Turn {
+                case: "allowed and forbidden by the same role: forbid wins",
+                route: Route::Responses,
+                auth: SUPPORT_BEARER,
+                call: ("refund", r#"{"order_id":"o-1"}"#),
+                expect: Expect::Blocked(&["unauthorized_role"]),
+            },
+            // Anthropic clients send `x-api-key`.
+            Turn {
+                case: "not allowed by any role of the caller",
+                route: Route::Messages,
+                auth: SUPPORT_API_KEY,
+                call: email,
+                expect: Expect::Blocked(&["unauthorized_role"]),
+            },
+            Turn {
+                case: "another caller's role allows it",
+                route: Route::Messages,
+                auth: OPS_API_KEY,
+                call: email,
+                expect: Expect::Released,
+            },
+        ],
     )
     .await;
-    assert_eq!(response.status(), 200);
-
-    // Allowed and forbidden by the same role: forbid wins.
-    upstream.reply(Reply::json(
-        Route::Responses.calls(&[("refund", r#"{"order_id":"o-1"}"#)]),
-    ));
-    let response = post_with(
-        &gw,
-        Route::Responses.path(),
-        &[("authorization", &bearer("key-support"))],
-        Route::Responses.request(),
-    )
-    .await;
-    let verdict = blocked(Route::Responses, response).await;
-    assert_eq!(codes(&verdict), ["unauthorized_role"]);
-
-    // Not allowed by any role of the caller (Anthropic clients send
-    // `x-api-key`).
-    upstream.reply(Reply::json(
-        Route::Messages.calls(&[("send_email", r#"{"to":"a@example.com"}"#)]),
-    ));
-    let response = post_with(
-        &gw,
-        Route::Messages.path(),
-        &[("x-api-key", "key-support")],
-        Route::Messages.request(),
-    )
-    .await;
-    let verdict = blocked(Route::Messages, response).await;
-    assert_eq!(codes(&verdict), ["unauthorized_role"]);
-
-    // Another caller's role allows it.
-    upstream.reply(Reply::json(
-        Route::Messages.calls(&[("send_email", r#"{"to":"a@example.com"}"#)]),
-    ));
-    let response = post_with(
-        &gw,
-        Route::Messages.path(),
-        &[("x-api-key", "key-ops")],
-        Route::Messages.request(),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
 
     let records = gw.audit_records();
     let callers: Vec<&str> = records
@@ -726,18 +576,15 @@ async fn a_cel_rule_on_the_arguments_blocks_calls_outside_the_caller_scope() {
         "rules:\n  - {tool: get_customer, when: 'args.customer_id in caller.customer_ids', message: customer_id is outside your scope}\n",
     );
     let gw = gateway(&policy, &upstream).await;
-    let auth = [("authorization", "Bearer key-support")];
+    let auth = [SUPPORT_BEARER];
+    let in_scope = ("get_customer", r#"{"customer_id":"c-1"}"#);
     for route in [Route::Chat, Route::Messages] {
-        upstream.reply(Reply::json(
-            route.calls(&[("get_customer", r#"{"customer_id":"c-1"}"#)]),
-        ));
-        let response = post_with(&gw, route.path(), &auth, route.request()).await;
+        let answer = route.calls(&[in_scope]);
+        let response = turn_with(&gw, &upstream, route, &auth, answer).await;
         assert_eq!(response.status(), 200, "{route:?}");
 
-        upstream.reply(Reply::json(
-            route.calls(&[("get_customer", r#"{"customer_id":"c-999"}"#)]),
-        ));
-        let response = post_with(&gw, route.path(), &auth, route.request()).await;
+        let outside = route.calls(&[("get_customer", r#"{"customer_id":"c-999"}"#)]);
+        let response = turn_with(&gw, &upstream, route, &auth, outside).await;
         let verdict = blocked(route, response).await;
         assert_eq!(codes(&verdict), ["unauthorized_argument"], "{verdict}");
         let violation = &verdict["violations"][0];
@@ -750,22 +597,14 @@ async fn a_cel_rule_on_the_arguments_blocks_calls_outside_the_caller_scope() {
         assert!(!message.contains("c-999"), "{message}");
 
         // A rule that cannot be evaluated (no such argument) denies.
-        upstream.reply(Reply::json(route.calls(&[("get_customer", "{}")])));
-        let response = post_with(&gw, route.path(), &auth, route.request()).await;
+        let unknown = route.calls(&[("get_customer", "{}")]);
+        let response = turn_with(&gw, &upstream, route, &auth, unknown).await;
         let verdict = blocked(route, response).await;
         assert_eq!(codes(&verdict), ["unauthorized_argument"], "{verdict}");
     }
     // Another caller without the attribute: the rule errors, and denies.
-    upstream.reply(Reply::json(
-        Route::Chat.calls(&[("get_customer", r#"{"customer_id":"c-1"}"#)]),
-    ));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("authorization", "Bearer key-ops")],
-        Route::Chat.request(),
-    )
-    .await;
+    let answer = Route::Chat.calls(&[in_scope]);
+    let response = turn_with(&gw, &upstream, Route::Chat, &[OPS_BEARER], answer).await;
     let verdict = blocked(Route::Chat, response).await;
     assert_eq!(codes(&verdict), ["unauthorized_argument"]);
 }
@@ -775,43 +614,49 @@ async fn a_rate_limit_by_caller_counts_across_requests_and_routes() {
     let upstream = Upstream::start().await;
     let policy = callers_policy("limits:\n  - {tool: send_email, max: 1, per: 1m, by: caller}\n");
     let gw = gateway(&policy, &upstream).await;
-    let email = r#"{"to":"a@example.com"}"#;
-    let support = [("authorization", "Bearer key-support")];
-
-    upstream.reply(Reply::json(Route::Chat.calls(&[("send_email", email)])));
-    let response = post_with(&gw, Route::Chat.path(), &support, Route::Chat.request()).await;
-    assert_eq!(response.status(), 200);
-
-    // The same caller again, on another route: past the limit.
-    upstream.reply(Reply::json(Route::Messages.calls(&[("send_email", email)])));
-    let response = post_with(
+    let email = ("send_email", r#"{"to":"a@example.com"}"#);
+    take_turns(
         &gw,
-        Route::Messages.path(),
-        &[("x-api-key", "key-support")],
-        Route::Messages.request(),
+        &upstream,
+        &[
+            Turn {
+                case: "the caller's first email",
+                route: Route::Chat,
+                auth: SUPPORT_BEARER,
+                call: email,
+                expect: Expect::Released,
+            },
+            Turn {
+                case: "the same caller again, on another route: past the limit",
+                route: Route::Messages,
+                auth: SUPPORT_API_KEY,
+                call: email,
+                expect: Expect::Blocked(&["rate_limited"]),
+            },
+            Turn {
+                case: "the same caller again, on the first route",
+                route: Route::Chat,
+                auth: SUPPORT_BEARER,
+                call: email,
+                expect: Expect::Blocked(&["rate_limited"]),
+            },
+            Turn {
+                case: "another caller has its own count",
+                route: Route::Chat,
+                auth: OPS_BEARER,
+                call: email,
+                expect: Expect::Released,
+            },
+            Turn {
+                case: "another tool is not limited",
+                route: Route::Chat,
+                auth: SUPPORT_BEARER,
+                call: ("search", "{}"),
+                expect: Expect::Released,
+            },
+        ],
     )
     .await;
-    let verdict = blocked(Route::Messages, response).await;
-    assert_eq!(codes(&verdict), ["rate_limited"]);
-
-    upstream.reply(Reply::json(Route::Chat.calls(&[("send_email", email)])));
-    let response = post_with(&gw, Route::Chat.path(), &support, Route::Chat.request()).await;
-    let verdict = blocked(Route::Chat, response).await;
-    assert_eq!(codes(&verdict), ["rate_limited"]);
-
-    // Another caller has its own count; another tool is not limited.
-    upstream.reply(Reply::json(Route::Chat.calls(&[("send_email", email)])));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("authorization", "Bearer key-ops")],
-        Route::Chat.request(),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    upstream.reply(Reply::json(Route::Chat.calls(&[("search", "{}")])));
-    let response = post_with(&gw, Route::Chat.path(), &support, Route::Chat.request()).await;
-    assert_eq!(response.status(), 200);
 }
 
 // ---------------------------------------------------------------------
@@ -824,12 +669,9 @@ async fn one_bad_parallel_call_blocks_the_whole_turn() {
 
     // OpenAI chat: the weather call is fine, the stock call is not allowed.
     let gw = gateway("allowed_functions: [GetWeatherArgs]", &upstream).await;
-    upstream.reply(Reply::json(fixture(
-        "openai-chat/nonstream-parallel-weather-stock.json",
-    )));
-    let response = post(&gw, Route::Chat, Route::Chat.request()).await;
-    let text = response_text_of_block(Route::Chat, response).await;
-    let verdict: Value = serde_json::from_str::<Value>(&text).unwrap()["error"]["verdict"].clone();
+    let answer = fixture("openai-chat/nonstream-parallel-weather-stock.json");
+    let response = turn(&gw, &upstream, Route::Chat, answer).await;
+    let (text, verdict) = blocked_whole(Route::Chat, response).await;
     assert_eq!(codes(&verdict), ["not_allowed"]);
     assert_eq!(verdict["calls"][0]["valid"], true);
     assert_eq!(verdict["calls"][1]["valid"], false);
@@ -842,12 +684,9 @@ async fn one_bad_parallel_call_blocks_the_whole_turn() {
         &upstream,
     )
     .await;
-    upstream.reply(Reply::json(fixture(
-        "anthropic/nonstream-text-and-4-parallel-tool-use.json",
-    )));
-    let response = post(&gw2, Route::Messages, Route::Messages.request()).await;
-    let text = response_text_of_block(Route::Messages, response).await;
-    let verdict: Value = serde_json::from_str::<Value>(&text).unwrap()["error"]["verdict"].clone();
+    let answer = fixture("anthropic/nonstream-text-and-4-parallel-tool-use.json");
+    let response = turn(&gw2, &upstream, Route::Messages, answer).await;
+    let (text, verdict) = blocked_whole(Route::Messages, response).await;
     assert_eq!(codes(&verdict), ["schema_violation"]);
     assert_eq!(verdict["violations"][0]["call"], 3);
     assert_eq!(verdict["violations"][0]["path"], "/name");
@@ -873,9 +712,9 @@ async fn one_bad_parallel_call_blocks_the_whole_turn() {
     }
 }
 
-/// The body of a blocked answer, after checking its status, shape and that
-/// it carries no key.
-async fn response_text_of_block(route: Route, response: reqwest::Response) -> String {
+/// The body of a blocked answer and its verdict, after checking its
+/// status, shape and that it carries no key.
+async fn blocked_whole(route: Route, response: reqwest::Response) -> (String, Value) {
     assert_eq!(response.status(), 400);
     assert!(header(&response, KEYS).is_none());
     let text = response.text().await.unwrap();
@@ -888,7 +727,8 @@ async fn response_text_of_block(route: Route, response: reqwest::Response) -> St
         assert_eq!(body["error"]["type"], "guardrails_violation");
         assert!(body.get("content").is_none());
     }
-    text
+    let verdict = body["error"]["verdict"].clone();
+    (text, verdict)
 }
 
 // ---------------------------------------------------------------------
@@ -949,32 +789,22 @@ async fn tool_results_that_do_not_link_block_the_request_before_the_upstream() {
 
 #[tokio::test]
 async fn conversations_with_linked_results_reach_the_upstream_byte_for_byte() {
+    // Captures under conversations/.
     let cases = [
-        (
-            Route::Chat,
-            "conversations/openai-chat-parallel-tool-results.json",
-        ),
-        (
-            Route::Chat,
-            "conversations/openai-chat-two-sequential-tool-calls.json",
-        ),
+        (Route::Chat, "openai-chat-parallel-tool-results.json"),
+        (Route::Chat, "openai-chat-two-sequential-tool-calls.json"),
         (
             Route::Responses,
-            "conversations/openai-responses-function-call-output.json",
+            "openai-responses-function-call-output.json",
         ),
-        (
-            Route::Messages,
-            "conversations/anthropic-4-parallel-tool-results.json",
-        ),
-        (
-            Route::Messages,
-            "conversations/anthropic-tool-result-is-error.json",
-        ),
+        (Route::Messages, "anthropic-4-parallel-tool-results.json"),
+        (Route::Messages, "anthropic-tool-result-is-error.json"),
     ];
     let upstream = Upstream::start().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
-    for (at, (route, path)) in cases.into_iter().enumerate() {
-        let request = fixture(path);
+    for (at, (route, name)) in cases.into_iter().enumerate() {
+        let path = format!("conversations/{name}");
+        let request = fixture(&path);
         let answer = route.text("Done.");
         upstream.reply(Reply::json(answer.clone()));
         let response = post(&gw, route, request.clone()).await;
@@ -1111,8 +941,7 @@ async fn a_responses_follow_up_with_previous_response_id_answers_released_calls(
     let upstream = Upstream::start().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
     let answer = fixture("openai-responses/nonstream-parallel-get-location.json");
-    upstream.reply(Reply::json(answer.clone()));
-    let response = post(&gw, Route::Responses, Route::Responses.request()).await;
+    let response = turn(&gw, &upstream, Route::Responses, answer.clone()).await;
     assert_eq!(response.status(), 200);
     let answer: Value = serde_json::from_slice(&answer).unwrap();
     // The documented tool loop: the results of the released calls, with
@@ -1163,7 +992,7 @@ async fn a_request_with_a_duplicated_key_is_refused_before_the_upstream() {
 async fn without_a_known_caller_the_request_is_refused_with_401() {
     let upstream = Upstream::start().await;
     let gw = gateway(&callers_policy(""), &upstream).await;
-    for route in ROUTES {
+    for route in Route::ALL {
         for auth in [
             None,
             Some(("authorization", "Bearer key-unknown")),
@@ -1171,7 +1000,7 @@ async fn without_a_known_caller_the_request_is_refused_with_401() {
             Some(("authorization", "Basic a2V5LXN1cHBvcnQ6")),
         ] {
             let headers: Vec<(&str, &str)> = auth.into_iter().collect();
-            let response = post_with(&gw, route.path(), &headers, route.request()).await;
+            let response = post_with(&gw, route, &headers, route.request()).await;
             let error = error_of(route, response, 401).await;
             assert_eq!(error["type"], "authentication_error", "{route:?} {auth:?}");
         }
@@ -1185,15 +1014,9 @@ async fn the_caller_header_names_the_caller_and_stays_at_the_gateway() {
     let upstream = Upstream::start().await;
     let policy = "callers:\n  - {id: support-bot, roles: [support]}\ncaller_header: X-Toolgate-Caller\nroles:\n  support: {allow: [get_weather]}\n";
     let gw = gateway(policy, &upstream).await;
+    let named = [("x-toolgate-caller", "support-bot")];
     let body = Route::Chat.calls(&[("get_weather", r#"{"city":"Oslo"}"#)]);
-    upstream.reply(Reply::json(body.clone()));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("x-toolgate-caller", "support-bot")],
-        Route::Chat.request(),
-    )
-    .await;
+    let response = turn_with(&gw, &upstream, Route::Chat, &named, body.clone()).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.bytes().await.unwrap(), body);
     assert_eq!(gw.audit_records()[0]["caller"], "support-bot");
@@ -1204,20 +1027,14 @@ async fn the_caller_header_names_the_caller_and_stays_at_the_gateway() {
     );
 
     // The role still applies to the caller the header names.
-    upstream.reply(Reply::json(Route::Chat.calls(&[("refund", "{}")])));
-    let response = post_with(
-        &gw,
-        Route::Chat.path(),
-        &[("x-toolgate-caller", "support-bot")],
-        Route::Chat.request(),
-    )
-    .await;
+    let refund = Route::Chat.calls(&[("refund", "{}")]);
+    let response = turn_with(&gw, &upstream, Route::Chat, &named, refund).await;
     let verdict = blocked(Route::Chat, response).await;
     assert_eq!(codes(&verdict), ["unauthorized_role"]);
 
     // A name that is no caller, or no header: 401.
     for headers in [vec![("x-toolgate-caller", "nobody")], vec![]] {
-        let response = post_with(&gw, Route::Chat.path(), &headers, Route::Chat.request()).await;
+        let response = post_with(&gw, Route::Chat, &headers, Route::Chat.request()).await;
         let error = error_of(Route::Chat, response, 401).await;
         assert_eq!(error["type"], "authentication_error");
     }
@@ -1236,21 +1053,16 @@ async fn the_upstream_key_replaces_the_client_key_in_the_route_header() {
         "roles:\n  support: {allow: ['*']}\ngateway: {upstream_key: sk-upstream-1}\n",
     );
     let gw = gateway(&policy, &upstream).await;
-    for route in ROUTES {
-        upstream.reply(Reply::json(route.text("ok")));
-    }
-    let with = |route: Route| -> Vec<(&'static str, &'static str)> {
-        match route {
-            Route::Messages => vec![("x-api-key", "key-support")],
-            _ => vec![("authorization", "Bearer key-support")],
-        }
-    };
-    for route in ROUTES {
-        let response = post_with(&gw, route.path(), &with(route), route.request()).await;
+    for route in Route::ALL {
+        let key = match route {
+            Route::Messages => SUPPORT_API_KEY,
+            _ => SUPPORT_BEARER,
+        };
+        let response = turn_with(&gw, &upstream, route, &[key], route.text("ok")).await;
         assert_eq!(response.status(), 200);
     }
     let seen = upstream.seen();
-    for (seen, route) in seen.iter().zip(ROUTES) {
+    for (seen, route) in seen.iter().zip(Route::ALL) {
         let auth = seen
             .headers
             .get("authorization")
@@ -1276,7 +1088,7 @@ async fn the_upstream_key_replaces_the_client_key_in_the_route_header() {
     upstream.reply(Reply::json(Route::Messages.text("ok")));
     let response = post_with(
         &gw,
-        Route::Chat.path(),
+        Route::Chat,
         &[("authorization", "Bearer sk-client-9")],
         Route::Chat.request(),
     )
@@ -1284,7 +1096,7 @@ async fn the_upstream_key_replaces_the_client_key_in_the_route_header() {
     assert_eq!(response.status(), 200);
     let response = post_with(
         &gw,
-        Route::Messages.path(),
+        Route::Messages,
         &[
             ("x-api-key", "sk-ant-client-9"),
             ("anthropic-version", "2023-06-01"),
@@ -1341,50 +1153,88 @@ fn assert_feedback(content: &str, messages: &[String]) {
     }
 }
 
+/// `body` with every `from` replaced by `to`, which must change it.
+fn edited(body: &[u8], from: &str, to: &str) -> Vec<u8> {
+    let edited = String::from_utf8(body.to_vec())
+        .unwrap()
+        .replace(from, to)
+        .into_bytes();
+    assert_ne!(edited, body, "`{from}` is in the body");
+    edited
+}
+
+/// A turn on `route` that the gateway retried once.
+struct Retried {
+    gw: Running,
+    request_id: String,
+    /// The two requests the upstream saw.
+    seen: Vec<Seen>,
+    /// The second of them, as JSON.
+    second: Value,
+    /// The first answer, as JSON.
+    first_answer: Value,
+    /// The first answer's violation messages, per call id.
+    feedback: Vec<(String, Vec<String>)>,
+}
+
+/// The route's first request through a gateway with `policy` whose
+/// upstream answers `bad`, then `good`: the client gets `good` as sent,
+/// with its keys, after two requests upstream.
+async fn retried(policy: &str, route: Route, bad: &[u8], good: &[u8]) -> Retried {
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::json(bad.to_vec()));
+    upstream.reply(Reply::json(good.to_vec()));
+    let gw = gateway(policy, &upstream).await;
+    let response = post(&gw, route, route.request()).await;
+    assert_eq!(response.status(), 200, "{route:?}");
+    let request_id = header(&response, REQUEST_ID).unwrap();
+    assert_eq!(
+        keys_of(&response),
+        expected_keys(route, good, &request_id),
+        "{route:?}: the second answer's keys"
+    );
+    assert_eq!(
+        response.bytes().await.unwrap(),
+        good,
+        "{route:?}: the second answer, as sent"
+    );
+    let seen = upstream.seen();
+    assert_eq!(seen.len(), 2, "{route:?}");
+    Retried {
+        gw,
+        request_id,
+        second: seen[1].json(),
+        seen,
+        first_answer: serde_json::from_slice(bad).unwrap(),
+        feedback: messages_by_call(policy, bad),
+    }
+}
+
 #[tokio::test]
 async fn retry_on_chat_sends_the_violations_back_as_tool_messages() {
     let policy = "schema: {GetWeatherArgs: {type: object, properties: {units: {enum: [c, f]}}}}\ngateway: {on_violation: retry, max_retries: 2}";
     let good = fixture("openai-chat/nonstream-parallel-weather-stock.json");
-    let bad = String::from_utf8(good.clone())
-        .unwrap()
-        .replace(r#"\"units\": \"c\""#, r#"\"units\": \"kelvin\""#)
-        .into_bytes();
-    assert_ne!(bad, good);
-    let upstream = Upstream::start().await;
-    upstream.reply(Reply::json(bad.clone()));
-    upstream.reply(Reply::json(good.clone()));
-    let gw = gateway(policy, &upstream).await;
-    let request = Route::Chat.request();
-    let response = post(&gw, Route::Chat, request.clone()).await;
-    assert_eq!(response.status(), 200);
-    let request_id = header(&response, REQUEST_ID).unwrap();
-    let expected: Vec<String> = Route::Chat
-        .calls_in(&good)
-        .iter()
-        .map(|(_, tool, args)| key(&request_id, tool, args))
-        .collect();
-    assert_eq!(keys_of(&response), expected);
-    assert_eq!(
-        response.bytes().await.unwrap(),
-        good,
-        "the second answer, as sent"
-    );
+    let bad = edited(&good, r#"\"units\": \"c\""#, r#"\"units\": \"kelvin\""#);
+    let Retried {
+        gw,
+        request_id,
+        seen,
+        second,
+        first_answer,
+        feedback,
+    } = retried(policy, Route::Chat, &bad, &good).await;
 
-    let seen = upstream.seen();
-    assert_eq!(seen.len(), 2);
+    let request = Route::Chat.request();
     assert_eq!(seen[0].body, request.as_bytes());
     let first: Value = serde_json::from_str(&request).unwrap();
-    let second = seen[1].json();
     let messages = second["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 1 + 1 + 2, "{second}");
     assert_eq!(messages[0], first["messages"][0]);
-    let bad_json: Value = serde_json::from_slice(&bad).unwrap();
     assert_eq!(messages[1]["role"], "assistant");
     assert_eq!(
         messages[1]["tool_calls"],
-        bad_json["choices"][0]["message"]["tool_calls"]
+        first_answer["choices"][0]["message"]["tool_calls"]
     );
-    let feedback = messages_by_call(policy, &bad);
     assert!(!feedback[0].1.is_empty() && feedback[1].1.is_empty());
     for (message, (id, reasons)) in messages[2..].iter().zip(&feedback) {
         assert_eq!(message["role"], "tool");
@@ -1404,32 +1254,23 @@ async fn retry_on_chat_sends_the_violations_back_as_tool_messages() {
 async fn retry_on_messages_sends_tool_results_with_is_error() {
     let policy = "schema: {retrieve_entity_info: {type: object, properties: {name: {enum: [Alice, Bob, Charlie, Daisy]}}}}\ngateway: {on_violation: retry}";
     let good = fixture("anthropic/nonstream-text-and-4-parallel-tool-use.json");
-    let bad = String::from_utf8(good.clone())
-        .unwrap()
-        .replace(r#""name": "Bob""#, r#""name": "Robert""#)
-        .into_bytes();
-    assert_ne!(bad, good);
-    let upstream = Upstream::start().await;
-    upstream.reply(Reply::json(bad.clone()));
-    upstream.reply(Reply::json(good.clone()));
-    let gw = gateway(policy, &upstream).await;
-    let response = post(&gw, Route::Messages, Route::Messages.request()).await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(keys_of(&response).len(), 4);
-    assert_eq!(response.bytes().await.unwrap(), good);
+    let bad = edited(&good, r#""name": "Bob""#, r#""name": "Robert""#);
+    assert_eq!(Route::Messages.calls_in(&good).len(), 4);
+    let Retried {
+        gw,
+        second,
+        first_answer,
+        feedback,
+        ..
+    } = retried(policy, Route::Messages, &bad, &good).await;
 
-    let seen = upstream.seen();
-    assert_eq!(seen.len(), 2);
-    let second = seen[1].json();
     let messages = second["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3, "{second}");
     assert_eq!(messages[0]["content"], "hi");
-    let bad_json: Value = serde_json::from_slice(&bad).unwrap();
     assert_eq!(messages[1]["role"], "assistant");
-    assert_eq!(messages[1]["content"], bad_json["content"]);
+    assert_eq!(messages[1]["content"], first_answer["content"]);
     assert_eq!(messages[2]["role"], "user");
     let results = messages[2]["content"].as_array().unwrap();
-    let feedback = messages_by_call(policy, &bad);
     assert_eq!(results.len(), 4);
     assert!(feedback[1].1.len() == 1 && feedback[0].1.is_empty());
     for (result, (id, reasons)) in results.iter().zip(&feedback) {
@@ -1447,30 +1288,21 @@ async fn retry_on_responses_sends_function_call_outputs() {
     let policy = "schema: {get_location: {type: object, properties: {loc_name: {enum: [London, Paris]}}}}\ngateway: {on_violation: retry, max_retries: 1}";
     // The captured answer asks for "Londos": not a known location.
     let bad = fixture("openai-responses/nonstream-parallel-get-location.json");
-    let good = String::from_utf8(bad.clone())
-        .unwrap()
-        .replace("Londos", "Paris")
-        .into_bytes();
-    let upstream = Upstream::start().await;
-    upstream.reply(Reply::json(bad.clone()));
-    upstream.reply(Reply::json(good.clone()));
-    let gw = gateway(policy, &upstream).await;
-    let response = post(&gw, Route::Responses, Route::Responses.request()).await;
-    assert_eq!(response.status(), 200);
-    assert_eq!(keys_of(&response).len(), 2);
-    assert_eq!(response.bytes().await.unwrap(), good);
+    let good = edited(&bad, "Londos", "Paris");
+    assert_eq!(Route::Responses.calls_in(&good).len(), 2);
+    let Retried {
+        second,
+        first_answer,
+        feedback,
+        ..
+    } = retried(policy, Route::Responses, &bad, &good).await;
 
-    let seen = upstream.seen();
-    assert_eq!(seen.len(), 2);
-    let second = seen[1].json();
     let input = second["input"].as_array().unwrap();
-    let bad_json: Value = serde_json::from_slice(&bad).unwrap();
-    let output = bad_json["output"].as_array().unwrap();
+    let output = first_answer["output"].as_array().unwrap();
     assert_eq!(input.len(), 1 + output.len() + 2, "{second}");
     assert_eq!(input[0]["role"], "user");
     assert_eq!(input[0]["content"], "hi");
     assert_eq!(&input[1..=output.len()], output.as_slice());
-    let feedback = messages_by_call(policy, &bad);
     assert!(!feedback[0].1.is_empty() && feedback[1].1.is_empty());
     for (item, (id, reasons)) in input[1 + output.len()..].iter().zip(&feedback) {
         assert_eq!(item["type"], "function_call_output");
@@ -1526,20 +1358,18 @@ async fn sqlite_audit_has_a_row_per_request_and_keys_on_released_calls_only() {
     )
     .await;
     let good = fixture("openai-chat/nonstream-parallel-weather-stock.json");
-    upstream.reply(Reply::json(good.clone()));
-    upstream.reply(Reply::json(Route::Chat.calls(&[
-        ("get_stock_price", r#"{"ticker":"AAPL"}"#),
-        ("wire_money", r#"{"amount":10}"#),
-    ])));
-    upstream.reply(Reply::json(Route::Chat.text("just text")));
-    let released = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let released = turn(&gw, &upstream, Route::Chat, good).await;
     assert_eq!(released.status(), 200);
     let keys = keys_of(&released);
     let released_id = header(&released, REQUEST_ID).unwrap();
-    let blocked_response = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let bad = Route::Chat.calls(&[
+        ("get_stock_price", r#"{"ticker":"AAPL"}"#),
+        ("wire_money", r#"{"amount":10}"#),
+    ]);
+    let blocked_response = turn(&gw, &upstream, Route::Chat, bad).await;
     let blocked_id = header(&blocked_response, REQUEST_ID).unwrap();
     blocked(Route::Chat, blocked_response).await;
-    let text = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let text = turn(&gw, &upstream, Route::Chat, Route::Chat.text("just text")).await;
     assert_eq!(text.status(), 200);
     let text_id = header(&text, REQUEST_ID).unwrap();
 
@@ -1594,8 +1424,7 @@ async fn redacted_argument_keys_are_hidden_in_the_audit_at_any_depth() {
     .await;
     let args = r#"{"user":"ann","password":"hunter2-secret","profile":{"api_key":"sk-live-777","name":"Ann"},"history":[{"password":"old-secret"},{"note":"kept"}]}"#;
     let body = Route::Messages.calls(&[("login", args)]);
-    upstream.reply(Reply::json(body.clone()));
-    let response = post(&gw, Route::Messages, Route::Messages.request()).await;
+    let response = turn(&gw, &upstream, Route::Messages, body.clone()).await;
     assert_eq!(response.status(), 200);
     let request_id = header(&response, REQUEST_ID).unwrap();
     let keys = keys_of(&response);
@@ -1640,16 +1469,12 @@ async fn jsonl_audit_writes_one_line_per_request() {
         &upstream,
     )
     .await;
-    upstream.reply(Reply::json(
-        Route::Chat.calls(&[("get_weather", r#"{"city":"Oslo","token":"t-1"}"#)]),
-    ));
-    upstream.reply(Reply::json(
-        Route::Responses.calls(&[("delete_user", "{}")]),
-    ));
-    let first = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let answer = Route::Chat.calls(&[("get_weather", r#"{"city":"Oslo","token":"t-1"}"#)]);
+    let first = turn(&gw, &upstream, Route::Chat, answer).await;
     assert_eq!(first.status(), 200);
     let first_id = header(&first, REQUEST_ID).unwrap();
-    let second = post(&gw, Route::Responses, Route::Responses.request()).await;
+    let answer = Route::Responses.calls(&[("delete_user", "{}")]);
+    let second = turn(&gw, &upstream, Route::Responses, answer).await;
     let second_id = header(&second, REQUEST_ID).unwrap();
     blocked(Route::Responses, second).await;
 
@@ -1695,17 +1520,16 @@ async fn a_failing_audit_store_fails_the_request_with_503_and_releases_nothing()
     )
     .await;
     for gw in [&custom, &full] {
-        for route in ROUTES {
+        for route in Route::ALL {
             // A valid answer and a blocked one: neither is answered without
             // its record.
             let good = route.calls(&[("get_weather", r#"{"city":"Oslo"}"#)]);
-            upstream.reply(Reply::json(good));
-            let response = post(gw, route, route.request()).await;
+            let response = turn(gw, &upstream, route, good).await;
             let text = response_text_of_failure(route, response, 503).await;
             assert!(!text.contains("Oslo"), "{text}");
 
-            upstream.reply(Reply::json(route.calls(&[("delete_user", "{}")])));
-            let response = post(gw, route, route.request()).await;
+            let bad = route.calls(&[("delete_user", "{}")]);
+            let response = turn(gw, &upstream, route, bad).await;
             response_text_of_failure(route, response, 503).await;
         }
         let health = client().get(gw.url("/healthz")).send().await.unwrap();
@@ -1733,7 +1557,7 @@ async fn response_text_of_failure(
 async fn a_request_body_over_max_request_bytes_is_refused_with_413() {
     let upstream = Upstream::start().await;
     let gw = gateway("gateway: {max_request_bytes: 1024}", &upstream).await;
-    for route in ROUTES {
+    for route in Route::ALL {
         let big = route
             .request()
             .replace("\"hi\"", &format!("\"{}\"", "x".repeat(4096)));
@@ -1743,8 +1567,7 @@ async fn a_request_body_over_max_request_bytes_is_refused_with_413() {
     }
     assert!(upstream.seen().is_empty());
     // Under the bound it goes through.
-    upstream.reply(Reply::json(Route::Chat.text("ok")));
-    let response = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let response = turn(&gw, &upstream, Route::Chat, Route::Chat.text("ok")).await;
     assert_eq!(response.status(), 200);
 }
 
@@ -1773,7 +1596,7 @@ async fn an_upstream_answer_over_max_response_bytes_is_a_502() {
 async fn an_upstream_that_is_down_is_a_502_upstream_unavailable() {
     let upstream = Upstream::closed().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
-    for route in ROUTES {
+    for route in Route::ALL {
         let response = post(&gw, route, route.request()).await;
         let error = error_of(route, response, 502).await;
         assert_eq!(error["type"], "upstream_unavailable", "{error}");
@@ -1811,7 +1634,7 @@ async fn an_upstream_slower_than_upstream_timeout_is_a_504() {
 async fn a_request_body_that_is_not_a_json_object_is_a_400_and_never_forwarded() {
     let upstream = Upstream::start().await;
     let gw = gateway("forbidden: [delete_user]", &upstream).await;
-    for route in ROUTES {
+    for route in Route::ALL {
         for body in [
             "not json at all",
             r#"{"model": "gpt-4o", "messages": ["#,
@@ -2088,18 +1911,15 @@ async fn with_normalize_the_gateway_checks_and_keys_the_arguments_it_releases() 
     .await;
     // The gateway forwards the arguments as the model wrote them, so it
     // checks them as written: cleaning must not hide the empty filter.
-    upstream.reply(Reply::json(
-        Route::Chat.calls(&[("search", r#"{"query":"cats","filter":{}}"#)]),
-    ));
-    let response = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let answer = Route::Chat.calls(&[("search", r#"{"query":"cats","filter":{}}"#)]);
+    let response = turn(&gw, &upstream, Route::Chat, answer).await;
     let verdict = blocked(Route::Chat, response).await;
     assert_eq!(codes(&verdict), ["schema_violation"], "{verdict}");
     assert_eq!(verdict["violations"][0]["path"], "/filter");
 
     // Released: the audit and the key hold exactly the released arguments.
     let body = Route::Chat.calls(&[("search", r#"{"query":"cats","page":null}"#)]);
-    upstream.reply(Reply::json(body.clone()));
-    let response = post(&gw, Route::Chat, Route::Chat.request()).await;
+    let response = turn(&gw, &upstream, Route::Chat, body.clone()).await;
     assert_eq!(response.status(), 200);
     let request_id = header(&response, REQUEST_ID).unwrap();
     let keys = keys_of(&response);
@@ -2118,17 +1938,15 @@ async fn calls_of_a_blocked_turn_do_not_use_up_a_rate_limit() {
         "forbidden: [delete_user]\nlimits:\n  - {tool: send_email, max: 1, per: 1m, by: caller}\n",
     );
     let gw = gateway(&policy, &upstream).await;
-    let auth = [("authorization", "Bearer key-support")];
-    let email = r#"{"to":"a@example.com"}"#;
-    upstream.reply(Reply::json(
-        Route::Chat.calls(&[("send_email", email), ("delete_user", "{}")]),
-    ));
-    let response = post_with(&gw, Route::Chat.path(), &auth, Route::Chat.request()).await;
+    let auth = [SUPPORT_BEARER];
+    let email = ("send_email", r#"{"to":"a@example.com"}"#);
+    let answer = Route::Chat.calls(&[email, ("delete_user", "{}")]);
+    let response = turn_with(&gw, &upstream, Route::Chat, &auth, answer).await;
     let verdict = blocked(Route::Chat, response).await;
     assert_eq!(codes(&verdict)[0], "forbidden");
     // Nothing ran: the caller's one email is still to send.
-    upstream.reply(Reply::json(Route::Chat.calls(&[("send_email", email)])));
-    let response = post_with(&gw, Route::Chat.path(), &auth, Route::Chat.request()).await;
+    let answer = Route::Chat.calls(&[email]);
+    let response = turn_with(&gw, &upstream, Route::Chat, &auth, answer).await;
     assert_eq!(
         response.status(),
         200,

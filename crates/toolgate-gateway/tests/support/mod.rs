@@ -1,7 +1,8 @@
 //! What every gateway test needs: a mock upstream on 127.0.0.1 that speaks
 //! the providers' wire formats (replaying captured bodies and streams, with
 //! pauses between events), a gateway started on a free port in front of
-//! it, and the captured fixtures.
+//! it, the captured fixtures, and the three routes with the contract's
+//! idempotency key.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -19,6 +20,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use toolgate::Policy;
 use toolgate_gateway::{AuditStore, Config, Gateway};
+
+mod routes;
+
+pub use routes::{key, key_of_canonical, Route, KEYS, REQUEST_ID};
 
 /// A captured payload under tests/fixtures.
 pub fn fixture(path: &str) -> Vec<u8> {
