@@ -27,6 +27,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use axum::Router;
 use serde_json::{json, Value};
 
@@ -406,5 +407,11 @@ async fn main() -> std::io::Result<()> {
         "mock upstream: listening on http://{}",
         listener.local_addr()?
     );
+    // Each event leaves at once, as from a real API: without TCP_NODELAY,
+    // an event written while the last one waits for its ACK is held until
+    // the client's delayed ACK (up to 40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await
 }

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# `toolgate serve` under load, beside the same requests sent straight to the
+# upstream: the mock upstream (crates/toolgate-gateway/examples/mock_upstream.rs)
+# answers, the load generator (examples/load.rs) sends JSON bodies over 64
+# connections and prints one JSON line per run. In one run:
+#
+# - chat completions, whole body, one tool call (get_weather {"city":
+#   "Paris"}): direct and through the gateway, as fast as the connections go
+#   (closed loop: requests/s) and at a fixed rate (open loop: the latency a
+#   client sees at a load the machine carries); through the gateway twice,
+#   with the SQLite audit on disk (the default setup) and on tmpfs (to show
+#   the cost of the commit's fsync);
+# - chat completions streams from a second mock sending one event each
+#   MOCK_PAUSE_MS: the time to the first text byte and to the last byte,
+#   direct and through the gateway;
+# - Anthropic /v1/messages, whole body, direct and through the gateway;
+# - each gateway's peak RSS (VmHWM) after its load, and the size of its
+#   audit file and WAL (a few GB by the end of a run, on disk and in the
+#   tmpfs, that is in memory; removed on exit);
+# - from the gateway's own /metrics before and after each whole-body run:
+#   the mean time per request to the upstream's headers, in the check, and
+#   in the rest (the upstream body, the audit commit, the response).
+#
+# Prints a table (added latency at p50/p99 and added time to the first text
+# byte against the goals: at most 1 ms added at p99, at most 0.2 ms added
+# to the first text byte) and writes it, the JSON lines and the logs to
+# bench/results/gateway-<time>/. The load generator, the mocks and the
+# gateways share the machine's cores: the table says how many.
+#
+# Environment: GATEWAY_DURATION (seconds per run, default 10),
+# GATEWAY_CONNECTIONS (64), GATEWAY_RATE (requests/s of the fixed-rate
+# runs, 1000), GATEWAY_STREAM_RATE (streams/s, 500), GATEWAY_PAUSE_MS (2),
+# GATEWAY_LOAD_THREADS (the load generator's threads, 1),
+# GATEWAY_AUDIT_DIR (where the on-disk audit goes; default the cargo
+# target directory, which is on disk where /tmp may be tmpfs),
+# GATEWAY_TMPFS (the tmpfs directory, default /dev/shm; empty: skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${CARGO_TARGET_DIR:-target}"
+duration="${GATEWAY_DURATION:-10}"
+connections="${GATEWAY_CONNECTIONS:-64}"
+rate="${GATEWAY_RATE:-1000}"
+stream_rate="${GATEWAY_STREAM_RATE:-500}"
+pause="${GATEWAY_PAUSE_MS:-2}"
+threads="${GATEWAY_LOAD_THREADS:-1}"
+tmpfs="${GATEWAY_TMPFS-/dev/shm}"
+out="bench/results/gateway-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out" "${GATEWAY_AUDIT_DIR:-$target}"
+
+cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
+bin="$target/release/toolgate"
+mock="$target/release/examples/mock_upstream"
+load="$target/release/examples/load"
+
+disk="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-bench.XXXXXX")"
+shm=""
+if [ -n "$tmpfs" ] && [ -d "$tmpfs" ]; then
+  shm="$(mktemp -d "$tmpfs/toolgate-gateway-bench.XXXXXX")"
+fi
+pids=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$disk" ${shm:+"$shm"}
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+# Start a server whose stderr names its address; print the address.
+started() { # log pid
+  local log="$1" pid="$2" addr=""
+  for _ in $(seq 1 100); do
+    addr="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | cut -d/ -f3 || true)"
+    [ -n "$addr" ] && { echo "$addr"; return; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "did not start; see $log" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+policy() { # audit-file
+  cat <<EOF
+tools:
+  - type: function
+    function:
+      name: get_weather
+      description: The weather in a city.
+      parameters:
+        type: object
+        properties: {city: {type: string}, units: {enum: [c, f]}}
+        required: [city]
+audit:
+  sqlite: $1
+EOF
+}
+
+MOCK_PAUSE_MS=0 "$mock" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
+upstream="$(started "$out/mock.log" $!)"
+MOCK_PAUSE_MS="$pause" "$mock" 127.0.0.1:0 2> "$out/mock-stream.log" & pids+=($!)
+stream_upstream="$(started "$out/mock-stream.log" $!)"
+
+declare -A gateway_pid gateway_addr gateway_db
+gateway() { # name audit-dir upstream
+  local name="$1" db="$2/audit.db"
+  policy "$db" > "$2/policy.yaml"
+  "$bin" serve --policy "$2/policy.yaml" --listen 127.0.0.1:0 --upstream "http://$3" \
+    2> "$out/gateway-$name.log" & pids+=($!)
+  gateway_pid[$name]=$!
+  gateway_addr[$name]="$(started "$out/gateway-$name.log" $!)"
+  gateway_db[$name]="$db"
+}
+mkdir -p "$disk/whole" "$disk/stream"
+gateway disk "$disk/whole" "$upstream"
+gateway stream "$disk/stream" "$stream_upstream"
+[ -z "$shm" ] || gateway tmpfs "$shm" "$upstream"
+
+chat='{"model": "valid", "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
+chat_stream='{"model": "valid", "stream": true, "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
+messages='{"model": "valid", "max_tokens": 256, "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
+
+results="$out/results.jsonl"
+: > "$results"
+mkdir -p "$out/metrics"
+scrape() { # addr file
+  python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
+    "http://$1/metrics" > "$2"
+}
+run() { # label addr path body rate [load flags...]
+  local label="$1" addr="$2" path="$3" body="$4" at="$5" name
+  shift 5
+  name="$(echo "$label" | tr ' =' '__')"
+  echo "$label (load average $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out/load.txt" >&2
+  # A gateway's own histograms before and after: where its time goes.
+  case "$label" in *gateway*) scrape "$addr" "$out/metrics/$name.before" ;; esac
+  "$load" --label "$label" --url "http://$addr$path" --body "$body" \
+    --connections "$connections" --duration "$duration" --rate "$at" --threads "$threads" "$@" \
+    >> "$results"
+  case "$label" in *gateway*) scrape "$addr" "$out/metrics/$name.after" ;; esac
+}
+through=(disk)
+[ -z "$shm" ] || through+=(tmpfs)
+
+for at in 0 "$rate"; do
+  run "chat direct rate=$at" "$upstream" /v1/chat/completions "$chat" "$at"
+  for g in "${through[@]}"; do
+    run "chat gateway-$g rate=$at" "${gateway_addr[$g]}" /v1/chat/completions "$chat" "$at"
+  done
+done
+for at in 0 "$stream_rate"; do
+  run "stream direct rate=$at" "$stream_upstream" /v1/chat/completions "$chat_stream" "$at"
+  run "stream gateway-stream rate=$at" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$at"
+done
+for at in 0 "$rate"; do
+  anthropic=(--header 'anthropic-version: 2023-06-01')
+  run "messages direct rate=$at" "$upstream" /v1/messages "$messages" "$at" "${anthropic[@]}"
+  run "messages gateway-disk rate=$at" "${gateway_addr[disk]}" /v1/messages "$messages" "$at" "${anthropic[@]}"
+done
+
+# Each gateway after its load: peak RSS, the calls it audited, the size of
+# its audit file and of its WAL.
+{
+  for g in "${!gateway_pid[@]}"; do
+    fs="$( (findmnt -n -o FSTYPE -T "$(dirname "${gateway_db[$g]}")" 2>/dev/null || stat -f -c %T "$(dirname "${gateway_db[$g]}")") | tail -1)"
+    python3 - "$g" "${gateway_pid[$g]}" "${gateway_db[$g]}" "$fs" <<'PY'
+import json, os, sqlite3, sys
+name, pid, db, fs = sys.argv[1:]
+status = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+calls = sqlite3.connect(db).execute(
+    "SELECT count(*) FROM audit_calls WHERE idempotency_key IS NOT NULL").fetchone()[0]
+size = lambda path: os.path.getsize(path) if os.path.exists(path) else 0
+print(json.dumps({"gateway": name, "vm_hwm_kb": int(status["VmHWM"].split()[0]),
+                  "vm_rss_kb": int(status["VmRSS"].split()[0]), "audited_calls": calls,
+                  "audit_fs": fs, "db_bytes": size(db), "wal_bytes": size(db + "-wal")}))
+PY
+  done
+} > "$out/gateways.jsonl"
+{
+  echo "{\"cores\": $(nproc), \"model\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\","
+  echo " \"commit\": \"$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo '+changes')\","
+  echo " \"duration\": $duration, \"connections\": $connections, \"rate\": $rate,"
+  echo " \"stream_rate\": $stream_rate, \"pause_ms\": $pause, \"load_threads\": $threads}"
+} > "$out/setup.json"
+
+python3 bench/gateway_table.py "$out" | tee "$out/table.txt"
