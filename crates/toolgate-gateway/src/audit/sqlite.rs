@@ -2,9 +2,6 @@
 //! FULL`, so a committed record survives a crash of the process or the
 //! machine.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use rusqlite::{params, Connection};
 
 use super::{AuditRecord, AuditStore};
@@ -42,25 +39,20 @@ CREATE INDEX IF NOT EXISTS audit_calls_idempotency_key ON audit_calls(idempotenc
 /// Records in `audit_requests`, one row per request (the whole record as
 /// JSON in `record`), and their calls in `audit_calls`.
 ///
-/// The WAL is checkpointed by a thread of its own every
-/// half second (`PASSIVE`: it never blocks the writer), not by
-/// the commit that happens to cross SQLite's page threshold, so no request
-/// waits for a checkpoint.
+/// SQLite's automatic checkpoint runs inside the commit that crosses its
+/// page threshold, making the requests of that batch wait for it. Here the
+/// writer checkpoints in [`AuditStore::after_replies`], once the batch's
+/// requests have their answer; being the only writer, its `PASSIVE`
+/// checkpoint always completes, so the WAL is reused and stays small.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
-    /// Set when the store is dropped: the checkpoint thread stops.
-    closed: Arc<AtomicBool>,
+    /// Records written since the last checkpoint.
+    since_checkpoint: usize,
 }
 
-impl Drop for SqliteStore {
-    fn drop(&mut self) {
-        self.closed.store(true, Ordering::Relaxed);
-    }
-}
-
-/// How often the WAL is copied back into the database file.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+/// Records written between two checkpoints (some MiB of WAL).
+const CHECKPOINT_RECORDS: usize = 2048;
 
 impl SqliteStore {
     pub fn open(path: &str) -> Result<SqliteStore, String> {
@@ -75,26 +67,10 @@ impl SqliteStore {
         conn.execute_batch(SCHEMA).map_err(fail)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(fail)?;
-        let checkpoints = Connection::open(path).map_err(fail)?;
-        checkpoints
-            .busy_timeout(std::time::Duration::from_secs(1))
-            .map_err(fail)?;
-        let closed = Arc::new(AtomicBool::new(false));
-        let stop = Arc::clone(&closed);
-        std::thread::Builder::new()
-            .name("toolgate-audit-checkpoint".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(CHECKPOINT_EVERY);
-                    if let Err(err) = checkpoints.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
-                        tracing::warn!(error = %err, "audit checkpoint failed");
-                    }
-                }
-            })
-            .map_err(|err| {
-                format!("audit.sqlite `{path}`: cannot start the checkpoint thread: {err}")
-            })?;
-        Ok(SqliteStore { conn, closed })
+        Ok(SqliteStore {
+            conn,
+            since_checkpoint: 0,
+        })
     }
 }
 
@@ -150,6 +126,71 @@ impl AuditStore for SqliteStore {
                 }
             }
         }
-        tx.commit().map_err(fail)
+        tx.commit().map_err(fail)?;
+        self.since_checkpoint += batch.len();
+        Ok(())
+    }
+
+    fn after_replies(&mut self) {
+        if self.since_checkpoint < CHECKPOINT_RECORDS {
+            return;
+        }
+        self.since_checkpoint = 0;
+        if let Err(err) = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
+            tracing::warn!(error = %err, "audit checkpoint failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditCall, AuditRecord};
+
+    fn record(n: usize) -> AuditRecord {
+        AuditRecord {
+            request_id: format!("r-{n}"),
+            time_ms: 0,
+            route: "chat_completions",
+            caller: None,
+            policy_hash: "0".repeat(64),
+            model: Some("m".into()),
+            stream: false,
+            outcome: "released",
+            stage: "response",
+            attempts: 1,
+            calls: vec![AuditCall {
+                index: 0,
+                id: Some(format!("call-{n}")),
+                tool: "get_weather".into(),
+                arguments: serde_json::json!({"city": "Paris", "pad": "x".repeat(500)}),
+                valid: true,
+                codes: vec![],
+                idempotency_key: Some(format!("{n:064}")),
+            }],
+            violations: vec![],
+        }
+    }
+
+    /// The writer's own checkpoints keep the WAL from growing with the
+    /// number of records, and every record stays readable.
+    #[test]
+    fn the_wal_stays_small_under_a_steady_stream_of_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.db");
+        let mut store = SqliteStore::open(path.to_str().unwrap()).unwrap();
+        let batches = 5 * CHECKPOINT_RECORDS / 64;
+        for b in 0..batches {
+            let batch: Vec<AuditRecord> = (0..64).map(|i| record(b * 64 + i)).collect();
+            store.write(&batch).unwrap();
+            store.after_replies();
+        }
+        let wal = std::fs::metadata(dir.path().join("audit.db-wal")).unwrap().len();
+        assert!(wal < 16 << 20, "the WAL holds {wal} bytes");
+        let count: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM audit_calls", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(usize::try_from(count).unwrap(), batches * 64);
     }
 }
