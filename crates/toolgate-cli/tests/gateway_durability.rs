@@ -214,8 +214,8 @@ async fn request(
     Ok(())
 }
 
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolgate-durability-{}", std::process::id()));
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolgate-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -223,7 +223,7 @@ fn scratch_dir() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_key_a_client_received_is_audited_after_a_kill() {
-    let dir = scratch_dir();
+    let dir = scratch_dir("durability");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = listener.local_addr().unwrap();
     let counter = Arc::new(AtomicUsize::new(0));
@@ -318,6 +318,98 @@ async fn every_key_a_client_received_is_audited_after_a_kill() {
         &missing[..missing.len().min(5)]
     );
     drop(query);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SIGTERM: the gateway stops taking connections, finishes the requests in
+/// flight (each answered in full, with its keys audited), then exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_the_requests_in_flight() {
+    const IN_FLIGHT: usize = 6;
+    let dir = scratch_dir("sigterm");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = listener.local_addr().unwrap();
+    let counter = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let seen_asked = Arc::clone(&asked);
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: Bytes| async move {
+            seen_asked.fetch_add(1, Ordering::SeqCst);
+            // Slow enough that SIGTERM arrives while every request waits.
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            upstream(&counter, &body)
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut gateway = start_gateway(&dir, &format!("http://{upstream_addr}"));
+    let url = format!("http://{}/v1/chat/completions", gateway.addr);
+    let seen = Arc::new(Seen::default());
+    let requests: Vec<_> = (0..IN_FLIGHT)
+        .map(|n| {
+            let (url, seen) = (url.clone(), Arc::clone(&seen));
+            tokio::spawn(async move {
+                let client = reqwest::Client::builder().no_proxy().build().unwrap();
+                request(&client, &url, n % 2 == 0, &seen).await
+            })
+        })
+        .collect();
+    let began = Instant::now();
+    while asked.load(Ordering::SeqCst) < IN_FLIGHT {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "requests never reached the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for request in requests {
+        tokio::time::timeout(Duration::from_secs(10), request)
+            .await
+            .expect("a request in flight is answered after SIGTERM")
+            .unwrap()
+            .expect("answered in full");
+    }
+    assert_eq!(seen.answered.load(Ordering::SeqCst), IN_FLIGHT);
+    assert_eq!(seen.refused.load(Ordering::SeqCst), 0);
+    let began = Instant::now();
+    let exit = loop {
+        if let Some(exit) = gateway.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "the gateway did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(exit.success(), "{exit:?}");
+    let keys: Vec<String> = seen
+        .whole
+        .lock()
+        .unwrap()
+        .iter()
+        .chain(seen.streamed.lock().unwrap().iter())
+        .cloned()
+        .collect();
+    assert_eq!(keys.len(), IN_FLIGHT, "one call per answer");
+    let db = rusqlite::Connection::open(dir.join("audit.db")).unwrap();
+    for key in &keys {
+        let found: i64 = db
+            .query_row(
+                "SELECT count(*) FROM audit_calls WHERE idempotency_key = ?1",
+                [key],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 1, "key {key}");
+    }
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
