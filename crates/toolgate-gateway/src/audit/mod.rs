@@ -27,10 +27,6 @@ use crate::config::ConfigError;
 /// fails; it runs on the writer thread.
 pub trait AuditStore: Send + std::fmt::Debug {
     fn write(&mut self, batch: &[AuditRecord]) -> Result<(), String>;
-
-    /// Housekeeping once a batch's requests have their answer (a
-    /// checkpoint), off their path.
-    fn after_replies(&mut self) {}
 }
 
 /// Most records committed in one transaction.
@@ -162,7 +158,6 @@ impl Audit {
                         let _ = reply.send(outcome.clone());
                     }
                     batch.clear();
-                    store.after_replies();
                 }
                 flag.store(false, Ordering::SeqCst);
             });

@@ -2,6 +2,10 @@
 //! FULL`, so a committed record survives a crash of the process or the
 //! machine.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use rusqlite::{params, Connection};
 
 use super::{AuditRecord, AuditStore};
@@ -40,19 +44,29 @@ CREATE INDEX IF NOT EXISTS audit_calls_idempotency_key ON audit_calls(idempotenc
 /// JSON in `record`), and their calls in `audit_calls`.
 ///
 /// SQLite's automatic checkpoint runs inside the commit that crosses its
-/// page threshold, making the requests of that batch wait for it. Here the
-/// writer checkpoints in [`AuditStore::after_replies`], once the batch's
-/// requests have their answer; being the only writer, its `PASSIVE`
-/// checkpoint always completes, so the WAL is reused and stays small.
+/// page threshold, making that batch's requests wait for it. Here a thread
+/// of its own checkpoints instead: every [`CHECKPOINT_EVERY`] a `PASSIVE`
+/// pass copies the WAL into the database without blocking the writer; a
+/// `PASSIVE` pass alone never catches up with a steady writer, so once the
+/// WAL holds more than [`RESTART_PAGES`] a `RESTART` pass copies the few
+/// pages left (briefly holding the writer) and lets the WAL start over.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
-    /// Records written since the last checkpoint.
-    since_checkpoint: usize,
+    /// Set when the store is dropped: the checkpoint thread stops.
+    closed: Arc<AtomicBool>,
 }
 
-/// Records written between two checkpoints (some MiB of WAL).
-const CHECKPOINT_RECORDS: usize = 2048;
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How often the checkpoint thread runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+/// WAL pages past which the WAL is made to start over (about 32 MiB).
+const RESTART_PAGES: i64 = 8192;
 
 impl SqliteStore {
     pub fn open(path: &str) -> Result<SqliteStore, String> {
@@ -62,8 +76,7 @@ impl SqliteStore {
             .map_err(fail)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(fail)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(fail)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(fail)?;
         conn.execute_batch(SCHEMA).map_err(fail)?;
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(fail)?;
@@ -74,11 +87,36 @@ impl SqliteStore {
         // After a checkpoint, a WAL larger than this is truncated.
         conn.pragma_update(None, "journal_size_limit", 64 << 20)
             .map_err(fail)?;
-        Ok(SqliteStore {
-            conn,
-            since_checkpoint: 0,
-        })
+        let checkpoints = Connection::open(path).map_err(fail)?;
+        checkpoints
+            .busy_timeout(Duration::from_secs(5))
+            .map_err(fail)?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&closed);
+        std::thread::Builder::new()
+            .name("toolgate-audit-checkpoint".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(CHECKPOINT_EVERY);
+                    if let Err(err) = checkpoint(&checkpoints) {
+                        tracing::warn!(error = %err, "audit checkpoint failed");
+                    }
+                }
+            })
+            .map_err(|err| {
+                format!("audit.sqlite `{path}`: cannot start the checkpoint thread: {err}")
+            })?;
+        Ok(SqliteStore { conn, closed })
     }
+}
+
+/// One pass of the checkpoint thread.
+fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    let pages: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))?;
+    if pages > RESTART_PAGES {
+        conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
+    }
+    Ok(())
 }
 
 impl AuditStore for SqliteStore {
@@ -133,19 +171,7 @@ impl AuditStore for SqliteStore {
                 }
             }
         }
-        tx.commit().map_err(fail)?;
-        self.since_checkpoint += batch.len();
-        Ok(())
-    }
-
-    fn after_replies(&mut self) {
-        if self.since_checkpoint < CHECKPOINT_RECORDS {
-            return;
-        }
-        self.since_checkpoint = 0;
-        if let Err(err) = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE);") {
-            tracing::warn!(error = %err, "audit checkpoint failed");
-        }
+        tx.commit().map_err(fail)
     }
 }
 
@@ -186,12 +212,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.db");
         let mut store = SqliteStore::open(path.to_str().unwrap()).unwrap();
-        let batches = 5 * CHECKPOINT_RECORDS / 64;
+        let batches = 300;
         for b in 0..batches {
             let batch: Vec<AuditRecord> = (0..64).map(|i| record(b * 64 + i)).collect();
             store.write(&batch).unwrap();
-            store.after_replies();
+            if b % 20 == 0 {
+                std::thread::sleep(CHECKPOINT_EVERY);
+            }
         }
+        std::thread::sleep(CHECKPOINT_EVERY * 2);
         let wal = std::fs::metadata(dir.path().join("audit.db-wal"))
             .unwrap()
             .len();
