@@ -147,6 +147,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 caller: caller.as_ref(),
                 counter: None,
                 as_written: false,
+                declared: None,
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();

@@ -83,6 +83,7 @@ impl Evaluator {
             caller: None,
             counter: None,
             as_written: false,
+            declared: None,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
         if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {

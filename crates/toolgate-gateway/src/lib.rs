@@ -32,6 +32,7 @@
 pub mod audit;
 mod caller;
 mod config;
+mod declared;
 mod error;
 mod follow_up;
 pub mod idempotency;
@@ -73,6 +74,8 @@ pub struct Gateway {
     pub(crate) client: reqwest::Client,
     pub(crate) audit: Audit,
     pub(crate) counter: MemoryCounter,
+    /// Request tool lists, compiled once.
+    pub(crate) declared: declared::DeclaredCache,
     /// The calls of the Responses answers released, for follow-ups.
     pub(crate) released: follow_up::ReleasedCalls,
     pub(crate) metrics: Metrics,
@@ -124,6 +127,7 @@ impl Gateway {
             client,
             audit,
             counter: MemoryCounter::default(),
+            declared: declared::DeclaredCache::default(),
             released: follow_up::ReleasedCalls::default(),
             metrics: Metrics::default(),
         }))

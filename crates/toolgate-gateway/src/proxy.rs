@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::Value;
 use toolgate::policy::{Expectations, OnViolation};
-use toolgate::{detect_with, Caller, CheckOptions, Detection, Verdict};
+use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Detection, Verdict};
 
 use crate::audit::{now_ms, AuditCall, AuditRecord, AuditViolation};
 use crate::error::Failure;
@@ -32,8 +32,8 @@ pub(crate) struct Exchange {
     pub(crate) caller: Option<Caller>,
     pub(crate) model: Option<String>,
     pub(crate) stream: bool,
-    /// The request's declared tools, merged with the policy's.
-    pub(crate) tools: Vec<Value>,
+    /// The request's declared tools, compiled, merged with the policy's.
+    pub(crate) declared: Option<Arc<DeclaredTools>>,
     /// The client's query string, passed upstream (`?api-version=...`).
     pub(crate) query: Option<String>,
     pub(crate) started: Instant,
@@ -49,13 +49,15 @@ impl Exchange {
     /// trajectories in `check` and `eval`; the gateway judges calls.
     pub(crate) fn judge(&self, gw: &Gateway, mut detection: Detection) -> Verdict {
         let began = Instant::now();
-        detection.tools.clone_from(&self.tools);
+        // The request's tools, not whatever the answer echoes.
+        detection.tools.clear();
         let tally = Tally::new(&gw.counter);
         let options = CheckOptions {
             caller: self.caller.as_ref(),
             counter: Some(&tally),
             // The gateway forwards the arguments as the model wrote them.
             as_written: true,
+            declared: self.declared.as_deref(),
             ..CheckOptions::default()
         };
         let verdict = gw
@@ -196,7 +198,7 @@ pub async fn handle(
         caller: None,
         model: None,
         stream: false,
-        tools: Vec::new(),
+        declared: None,
         query: query.map(str::to_owned),
         started,
     };
@@ -221,13 +223,8 @@ async fn run(
         (Provider::OpenAiResponses, Some(id)) => gw.released.get(id),
         _ => None,
     };
-    match request::check(
-        &gw.policy,
-        &body,
-        exchange.caller.as_ref(),
-        earlier.as_deref(),
-    ) {
-        Ok(checked) => exchange.tools = checked.tools,
+    match request::check(gw, &body, exchange.caller.as_ref(), earlier.as_deref()) {
+        Ok(checked) => exchange.declared = checked.declared,
         Err(verdict) => {
             exchange.audit(gw, &verdict, &[], "request", 0).await?;
             return Err(Failure::Blocked(verdict));

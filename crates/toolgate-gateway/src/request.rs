@@ -6,9 +6,11 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde::Deserialize;
 use serde_json::Value;
+use std::sync::Arc;
 use toolgate::detect::UNRECOGNISED;
 use toolgate::policy::Expectations;
-use toolgate::{detect_with, Caller, CheckOptions, Policy, Verdict, ViolationCode};
+
+use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Verdict, ViolationCode};
 
 use crate::error::Failure;
 use crate::providers::Provider;
@@ -94,9 +96,9 @@ fn toolgate_json_reason(err: &serde_json::Error) -> String {
 
 /// What the request declared and whether it may go upstream.
 pub(crate) struct RequestCheck {
-    /// The request's `tools`, merged with the policy's when its response
-    /// is checked.
-    pub(crate) tools: Vec<Value>,
+    /// The request's `tools`, compiled, merged with the policy's when its
+    /// response is checked.
+    pub(crate) declared: Option<Arc<DeclaredTools>>,
 }
 
 /// Check what the request sends back: every tool result answers a call the
@@ -106,11 +108,12 @@ pub(crate) struct RequestCheck {
 /// `earlier` holds the calls of the response a Responses follow-up
 /// continues (`previous_response_id`), which its results answer.
 pub(crate) fn check(
-    policy: &Policy,
+    gw: &Gateway,
     body: &[u8],
     caller: Option<&Caller>,
     earlier: Option<&[(String, String)]>,
 ) -> Result<RequestCheck, Box<Verdict>> {
+    let policy = &*gw.policy;
     let mut detection = detect_with(body, policy.limits());
     if let Some(earlier) = earlier {
         crate::follow_up::link(&mut detection, earlier);
@@ -123,16 +126,17 @@ pub(crate) fn check(
         // Nothing to link. Any other problem (a duplicate key) still blocks.
         detection.violations.clear();
     }
-    let tools = detection.tools.clone();
+    let declared = gw.declared.get(policy, &detection.tools);
     let options = CheckOptions {
         results: true,
         caller,
+        declared: declared.as_deref(),
         ..CheckOptions::default()
     };
     let mut verdict = policy.judge_expecting(detection, options, &Expectations::default());
     verdict.violations.retain(|v| blocks_a_request(v.code));
     if verdict.violations.is_empty() {
-        return Ok(RequestCheck { tools });
+        return Ok(RequestCheck { declared });
     }
     verdict.passed = false;
     verdict.label = toolgate::Label::Fail;

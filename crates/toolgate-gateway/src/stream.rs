@@ -76,7 +76,7 @@ pub(crate) async fn run(
         caller: exchange.caller.take(),
         model: exchange.model.take(),
         stream: true,
-        tools: std::mem::take(&mut exchange.tools),
+        declared: exchange.declared.take(),
         query: exchange.query.take(),
         started: exchange.started,
     };
@@ -107,7 +107,6 @@ enum End {
 /// or block.
 async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response, out: &Sender) {
     let mut assembler = Assembler::new(Framing::Sse, *gw.policy.limits());
-    let names = gw.policy.names_for(&exchange.tools);
     let mut held: Vec<Vec<u8>> = Vec::new();
     // The Responses answer's id (its first event), for follow-ups.
     let mut response: Option<Vec<u8>> = None;
@@ -143,7 +142,10 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
                     }
                 }
                 StreamEvent::CallNamed { name, .. } => {
-                    refused |= gw.policy.name_violation(&names, &name).is_some();
+                    refused |= gw
+                        .policy
+                        .name_violation(exchange.declared.as_deref(), &name)
+                        .is_some();
                 }
                 StreamEvent::CallComplete { .. } => {}
             }

@@ -43,7 +43,7 @@ pub mod model;
 pub mod policy;
 pub mod verdict;
 
-pub use check::{CheckOptions, RateCounter, RequestNames};
+pub use check::{CheckOptions, DeclaredTools, RateCounter};
 pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing, ToolCall,

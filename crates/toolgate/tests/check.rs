@@ -164,3 +164,37 @@ fn as_written_checks_the_arguments_without_normalize() {
         "none"
     );
 }
+
+/// Tools compiled once by `Policy::declare` give the verdict the payload's
+/// own `tools` give, valid or not.
+#[test]
+fn declared_tools_compiled_once_judge_like_the_payloads_own() {
+    let policy = Policy::from_text("forbidden: [drop_table]", None).unwrap();
+    let request = serde_json::json!({
+        "messages": [{"role": "assistant", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"town\": \"Paris\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "unknown_tool", "arguments": "{}"}}]}],
+        "tools": [{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    });
+    let bytes = serde_json::to_vec(&request).unwrap();
+    let own = policy.check_with(&bytes, CheckOptions::default());
+    let found = toolgate::detect(&bytes);
+    let declared = policy.declare(&found.tools);
+    let reused = policy.check_with(
+        &bytes,
+        CheckOptions {
+            declared: Some(&declared),
+            ..CheckOptions::default()
+        },
+    );
+    assert_eq!(own, reused);
+    let codes: Vec<&str> = own.violations.iter().map(|v| v.code.as_str()).collect();
+    assert_eq!(codes, ["schema_violation", "not_allowed"]);
+    assert!(policy.name_violation(Some(&declared), "get_weather").is_none());
+    assert!(policy.name_violation(Some(&declared), "unknown_tool").is_some());
+    assert!(policy.name_violation(None, "drop_table").is_some());
+
+    let bad = policy.declare(&[serde_json::json!({"name": "x", "parameters": {"type": 12}})]);
+    assert_eq!(bad.violations()[0].code.as_str(), "invalid_tool_schema");
+}

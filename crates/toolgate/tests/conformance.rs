@@ -155,6 +155,7 @@ fn mismatches(case: &Case) -> Vec<String> {
         caller: case.caller.as_ref(),
         counter: None,
         as_written: false,
+        declared: None,
     };
     let verdict = policy.check_with(&payload(case), options);
     let json = serde_json::to_value(&verdict).unwrap();

@@ -43,6 +43,9 @@ pub struct CheckOptions<'a> {
     /// gateway, which forwards them unchanged, so that what is validated
     /// is what executes.
     pub as_written: bool,
+    /// The request's tools, compiled by [`Policy::declare`]: used instead
+    /// of compiling the payload's own `tools` again.
+    pub declared: Option<&'a DeclaredTools>,
 }
 
 /// Counts calls against the policy's rate limits across checks (the
@@ -56,33 +59,46 @@ pub trait RateCounter: std::fmt::Debug + Sync {
     fn hit(&self, limit: usize, rule: &RateLimit, key: &str) -> Result<u64, String>;
 }
 
-/// The names a request's calls may have: the policy's and those the
-/// request declares. Built once per request by [`Policy::names_for`], so
-/// that a stream's call can be refused by name as soon as its name is known.
-#[derive(Debug, Default)]
-pub struct RequestNames {
-    declared: Option<crate::policy::names::NameSet>,
+/// The tools a request declares (its `tools` array), compiled once by
+/// [`Policy::declare`]. A gateway compiles an agent's tool list once and
+/// reuses it for every request that sends the same list
+/// ([`CheckOptions::declared`]), and refuses a streamed call by its name
+/// as soon as the name is known ([`Policy::name_violation`]).
+#[derive(Debug)]
+pub struct DeclaredTools {
+    tools: RequestTools,
+    /// `invalid_tool_schema` for each declaration that is not valid.
+    violations: Vec<Violation>,
+}
+
+impl DeclaredTools {
+    /// The problems of the declarations (`invalid_tool_schema`): a payload
+    /// checked with these tools fails with them.
+    #[must_use]
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
 }
 
 impl Policy {
-    /// The names calls may have, given the tools a request declares (its
-    /// `tools` array, as [`Detection::tools`] holds it).
+    /// Compile the tools a request declares, merged with the policy's.
     #[must_use]
-    pub fn names_for(&self, request_tools: &[serde_json::Value]) -> RequestNames {
-        if request_tools.is_empty() {
-            return RequestNames::default();
-        }
-        let mut ignored = Vec::new();
-        RequestNames {
-            declared: Some(RequestTools::compile(self, request_tools, &mut ignored).names),
-        }
+    pub fn declare(&self, request_tools: &[serde_json::Value]) -> DeclaredTools {
+        let mut violations = Vec::new();
+        let tools = RequestTools::compile(self, request_tools, &mut violations);
+        DeclaredTools { tools, violations }
     }
 
     /// The violation of a call named `name` on its name alone (`forbidden`,
-    /// `not_allowed`), if any: what a complete check would also find.
+    /// `not_allowed`), if any, given the tools the request declared: what a
+    /// complete check would also find.
     #[must_use]
-    pub fn name_violation(&self, names: &RequestNames, name: &str) -> Option<Violation> {
-        name::violation(self, names.declared.as_ref(), 0, name)
+    pub fn name_violation(
+        &self,
+        declared: Option<&DeclaredTools>,
+        name: &str,
+    ) -> Option<Violation> {
+        name::violation(self, declared.map(|d| &d.tools.names), 0, name)
     }
 
     /// Read `bytes` (any wire format) and check every call.
@@ -119,8 +135,15 @@ impl Policy {
             violations: mut payload,
             ..
         } = detection;
-        let request =
-            (!tools.is_empty()).then(|| RequestTools::compile(self, &tools, &mut payload));
+        let compiled;
+        let request = if let Some(declared) = options.declared {
+            payload.extend(declared.violations.iter().cloned());
+            Some(&declared.tools)
+        } else {
+            compiled =
+                (!tools.is_empty()).then(|| RequestTools::compile(self, &tools, &mut payload));
+            compiled.as_ref()
+        };
         let result_violations = if options.results {
             results::check(&calls, &results)
         } else {
@@ -133,7 +156,7 @@ impl Policy {
         let reused = reused_ids(&calls);
         let mut limits = access::Counts::new(options.counter);
         for (call, reuses) in calls.into_iter().zip(reused) {
-            let verdict = self.check_call(call, reuses, request.as_ref(), options, &mut limits);
+            let verdict = self.check_call(call, reuses, request, options, &mut limits);
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
