@@ -5,7 +5,8 @@
 # connections and prints one JSON line per run. In one run:
 #
 # - chat completions, whole body, one tool call (get_weather {"city":
-#   "Paris"}): direct and through the gateway, as fast as the connections go
+#   "Paris"}), the request declaring 8 tools with JSON Schemas, as agents
+#   send them: direct and through the gateway, as fast as the connections go
 #   (closed loop: requests/s) and at a fixed rate (open loop: the latency a
 #   client sees at a load the machine carries); through the gateway twice,
 #   with the SQLite audit on disk (the default setup) and on tmpfs (to show
@@ -116,9 +117,28 @@ gateway disk "$disk/whole" "$upstream"
 gateway stream "$disk/stream" "$stream_upstream"
 [ -z "$shm" ] || gateway tmpfs "$shm" "$upstream"
 
-chat='{"model": "valid", "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
-chat_stream='{"model": "valid", "stream": true, "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
-messages='{"model": "valid", "max_tokens": 256, "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}'
+# Requests as agents send them: with their tool list (8 tools with JSON
+# Schemas), which the gateway merges with the policy's.
+bodies="$(python3 - <<'PY'
+import json
+def schema(i):
+    return {"type": "object", "properties": {"city": {"type": "string", "minLength": 1},
+            "units": {"enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1, "maximum": 14},
+            f"tag{i}": {"type": "array", "items": {"type": "string", "format": "email"}}},
+            "required": ["city"], "additionalProperties": False}
+names = ["get_weather"] + [f"tool_{i}" for i in range(1, 8)]
+openai = [{"type": "function", "function": {"name": n, "description": f"{n} tool", "parameters": schema(i)}}
+          for i, n in enumerate(names)]
+anthropic = [{"name": n, "description": f"{n} tool", "input_schema": schema(i)} for i, n in enumerate(names)]
+ask = [{"role": "user", "content": "What is the weather in Paris?"}]
+print(json.dumps({"model": "valid", "messages": ask, "tools": openai}))
+print(json.dumps({"model": "valid", "stream": True, "messages": ask, "tools": openai}))
+print(json.dumps({"model": "valid", "max_tokens": 256, "messages": ask, "tools": anthropic}))
+PY
+)"
+chat="$(sed -n 1p <<< "$bodies")"
+chat_stream="$(sed -n 2p <<< "$bodies")"
+messages="$(sed -n 3p <<< "$bodies")"
 
 results="$out/results.jsonl"
 : > "$results"

@@ -81,8 +81,9 @@ impl SqliteStore {
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(fail)?;
         // The indexes on request ids and keys take random pages: kept in
-        // memory, an insert does not read them back from disk first.
-        conn.pragma_update(None, "cache_size", -65_536)
+        // memory, an insert does not read them back from disk first. Not
+        // larger: every commit walks the cache to trim it to the file.
+        conn.pragma_update(None, "cache_size", -16_384)
             .map_err(fail)?;
         // After a checkpoint, a WAL larger than this is truncated.
         conn.pragma_update(None, "journal_size_limit", 64 << 20)
