@@ -8,6 +8,14 @@ use toolgate::{Caller, Policy};
 
 use crate::error::Failure;
 
+/// Whether the request's caller was found by its key (`Authorization:
+/// Bearer` or `x-api-key`): that key is the caller's toolgate key, and it
+/// is never sent upstream.
+pub(crate) fn by_key(policy: &Policy) -> bool {
+    let access = policy.access();
+    !access.callers.is_empty() && access.caller_header.is_none()
+}
+
 /// The request's caller; `None` when the policy lists no callers.
 pub(crate) fn identify(policy: &Policy, headers: &HeaderMap) -> Result<Option<Caller>, Failure> {
     let access = policy.access();

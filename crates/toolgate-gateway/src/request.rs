@@ -221,13 +221,25 @@ pub(crate) fn upstream_headers(
         }
         out.append(name.clone(), value.clone());
     }
-    if let Some(key) = &gw.config.upstream_key {
+    if gw.config.upstream_key.is_some() || crate::caller::by_key(&gw.policy) {
+        // The upstream's key replaces the client's; a caller's toolgate key
+        // never leaves the gateway.
         out.remove(header::AUTHORIZATION);
         out.remove("x-api-key");
-        if let Some((name, value)) = provider.key_header(key) {
-            out.insert(name, value);
-        }
     }
+    if let Some((name, value)) = gw
+        .config
+        .upstream_key
+        .as_deref()
+        .and_then(|key| provider.key_header(key))
+    {
+        out.insert(name, value);
+    }
+    // The body is the JSON that was checked, whatever the client called it.
+    out.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if let Ok(value) = HeaderValue::from_str(request_id) {
         out.insert(REQUEST_ID, value);
     }

@@ -1111,6 +1111,29 @@ async fn the_upstream_key_replaces_the_client_key_in_the_route_header() {
     assert_eq!(seen[1].headers["anthropic-version"], "2023-06-01");
 }
 
+#[tokio::test]
+async fn a_callers_toolgate_key_never_goes_upstream() {
+    let upstream = Upstream::start().await;
+    let policy = callers_policy("roles:\n  support: {allow: ['*']}\n");
+    let gw = gateway(&policy, &upstream).await;
+    for route in Route::ALL {
+        let key = match route {
+            Route::Messages => SUPPORT_API_KEY,
+            _ => SUPPORT_BEARER,
+        };
+        let response = turn_with(&gw, &upstream, route, &[key], route.text("ok")).await;
+        assert_eq!(response.status(), 200, "{route:?}");
+    }
+    for (seen, route) in upstream.seen().iter().zip(Route::ALL) {
+        assert!(seen.headers.get("authorization").is_none(), "{route:?}");
+        assert!(seen.headers.get("x-api-key").is_none(), "{route:?}");
+        assert_eq!(
+            seen.headers["content-type"], "application/json",
+            "{route:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------
 // 7. on_violation: retry
 // ---------------------------------------------------------------------
