@@ -191,8 +191,12 @@ fn declared_tools_compiled_once_judge_like_the_payloads_own() {
     assert_eq!(own, reused);
     let codes: Vec<&str> = own.violations.iter().map(|v| v.code.as_str()).collect();
     assert_eq!(codes, ["schema_violation", "not_allowed"]);
-    assert!(policy.name_violation(Some(&declared), "get_weather").is_none());
-    assert!(policy.name_violation(Some(&declared), "unknown_tool").is_some());
+    assert!(policy
+        .name_violation(Some(&declared), "get_weather")
+        .is_none());
+    assert!(policy
+        .name_violation(Some(&declared), "unknown_tool")
+        .is_some());
     assert!(policy.name_violation(None, "drop_table").is_some());
 
     let bad = policy.declare(&[serde_json::json!({"name": "x", "parameters": {"type": 12}})]);
