@@ -10,15 +10,23 @@ use std::sync::Mutex;
 
 use toolgate::{Arguments, CallKind, Detection, Format, ToolCall, Verdict};
 
-/// Responses remembered; the oldest is forgotten first.
-const MAX_RESPONSES: usize = 100_000;
+/// Calls remembered, all responses together; the oldest response is
+/// forgotten first.
+const MAX_CALLS: usize = 200_000;
 
 /// One released call: its id and tool name.
 type Released = Vec<(String, String)>;
 
 #[derive(Debug, Default)]
 pub(crate) struct ReleasedCalls {
-    inner: Mutex<(HashMap<String, Released>, VecDeque<String>)>,
+    inner: Mutex<Remembered>,
+}
+
+#[derive(Debug, Default)]
+struct Remembered {
+    by_response: HashMap<String, Released>,
+    order: VecDeque<String>,
+    calls: usize,
 }
 
 impl ReleasedCalls {
@@ -35,20 +43,30 @@ impl ReleasedCalls {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        let (map, order) = &mut *inner;
-        if map.insert(response_id.to_owned(), calls).is_none() {
-            order.push_back(response_id.to_owned());
+        let inner = &mut *inner;
+        inner.calls += calls.len();
+        match inner.by_response.insert(response_id.to_owned(), calls) {
+            Some(replaced) => inner.calls -= replaced.len(),
+            None => inner.order.push_back(response_id.to_owned()),
         }
-        while order.len() > MAX_RESPONSES {
-            if let Some(old) = order.pop_front() {
-                map.remove(&old);
+        while inner.calls > MAX_CALLS {
+            let Some(old) = inner.order.pop_front() else {
+                break;
+            };
+            if let Some(forgotten) = inner.by_response.remove(&old) {
+                inner.calls -= forgotten.len();
             }
         }
     }
 
     /// The calls of a response this gateway released.
     pub(crate) fn get(&self, response_id: &str) -> Option<Released> {
-        self.inner.lock().ok()?.0.get(response_id).cloned()
+        self.inner
+            .lock()
+            .ok()?
+            .by_response
+            .get(response_id)
+            .cloned()
     }
 }
 
@@ -131,5 +149,30 @@ mod tests {
             Some(&b"{\"a\":1}"[..])
         );
         assert_eq!(event_data(b": keep-alive\n\n"), None);
+    }
+
+    #[test]
+    fn memory_is_bounded_by_calls_and_the_oldest_go_first() {
+        let verdict = toolgate::Policy::default().check(
+            br#"[{"id": "c1", "name": "a", "arguments": {}}, {"id": "c2", "name": "b", "arguments": {}}]"#,
+        );
+        let released = ReleasedCalls::default();
+        for n in 0..MAX_CALLS / 2 + 10 {
+            released.remember(&format!("resp_{n}"), &verdict);
+        }
+        assert!(released.get("resp_0").is_none());
+        let last = released
+            .get(&format!("resp_{}", MAX_CALLS / 2 + 9))
+            .unwrap();
+        assert_eq!(
+            last,
+            [
+                ("c1".to_owned(), "a".to_owned()),
+                ("c2".to_owned(), "b".to_owned())
+            ]
+        );
+        let inner = released.inner.lock().unwrap();
+        assert!(inner.calls <= MAX_CALLS);
+        assert_eq!(inner.calls, inner.by_response.len() * 2);
     }
 }
