@@ -1357,3 +1357,63 @@ async fn a_responses_request_with_a_string_input_is_streamed() {
     assert_eq!(upstream.seen().len(), 1);
     assert_released(&answer.body, &body, "string input");
 }
+
+/// The Responses tool loop over a stream: the answer's id comes in its
+/// first event, and the follow-up naming it sends only the results, which
+/// link to the calls the stream released. A follow-up naming a response
+/// this gateway never released stays refused before the upstream.
+#[tokio::test]
+async fn a_streamed_responses_answer_can_be_followed_up_by_its_id() {
+    let capture = fixture("openai-responses/stream-parallel-two-calls.sse");
+    let found = toolgate::detect(&capture);
+    assert_eq!(found.calls.len(), 2);
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::sse(&capture, PAUSE));
+    let gw = gateway(&allowing(&capture), &upstream).await;
+    let answer = ask(&gw, Route::Responses, "loop-1").await;
+    assert_eq!(answer.status, 200);
+    assert!(contains(
+        &answer.body,
+        &String::from_utf8_lossy(KEYS_COMMENT)
+    ));
+    let response_id = sse_events(&capture)
+        .iter()
+        .filter_map(|event| {
+            let text = String::from_utf8_lossy(event);
+            let data = text
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))?
+                .to_owned();
+            let value: Value = serde_json::from_str(&data).ok()?;
+            value["response"]["id"].as_str().map(str::to_owned)
+        })
+        .next()
+        .expect("the capture names its response");
+    let outputs: Vec<Value> = found
+        .calls
+        .iter()
+        .map(|call| json!({"type": "function_call_output", "call_id": call.id, "output": "done"}))
+        .collect();
+    let follow_up = |id: &str| {
+        json!({"model": "gpt-4o", "stream": true, "previous_response_id": id, "input": outputs})
+            .to_string()
+    };
+    upstream.reply(Reply::sse(
+        &fixture("openai-responses/stream-single-get-capital.sse"),
+        PAUSE,
+    ));
+    let answer = ask_with(&gw, Route::Responses, "loop-2", follow_up(&response_id)).await;
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert_eq!(upstream.seen().len(), 2);
+
+    let answer = ask_with(&gw, Route::Responses, "loop-3", follow_up("resp_unknown")).await;
+    assert_eq!(answer.status, 400);
+    let error: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(error["error"]["code"], "result_unknown_call_id");
+    assert_eq!(upstream.seen().len(), 2, "refused before the upstream");
+}
