@@ -1378,7 +1378,7 @@ async fn a_streamed_responses_answer_can_be_followed_up_by_its_id() {
     ));
     let response_id = sse_events(&capture)
         .iter()
-        .filter_map(|event| {
+        .find_map(|event| {
             let text = String::from_utf8_lossy(event);
             let data = text
                 .lines()
@@ -1387,7 +1387,6 @@ async fn a_streamed_responses_answer_can_be_followed_up_by_its_id() {
             let value: Value = serde_json::from_str(&data).ok()?;
             value["response"]["id"].as_str().map(str::to_owned)
         })
-        .next()
         .expect("the capture names its response");
     let outputs: Vec<Value> = found
         .calls
