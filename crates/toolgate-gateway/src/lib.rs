@@ -36,7 +36,7 @@ mod declared;
 mod error;
 mod follow_up;
 pub mod idempotency;
-mod limiter;
+mod limits;
 pub mod metrics;
 pub mod providers;
 pub mod proxy;
@@ -59,7 +59,7 @@ use toolgate::Policy;
 pub use self::audit::{Audit, AuditRecord, AuditStore};
 pub use self::config::{Config, ConfigError, UPSTREAM_ENV, UPSTREAM_KEY_ENV};
 pub use self::error::Failure;
-use self::limiter::MemoryCounter;
+use self::limits::Counters;
 use self::metrics::Metrics;
 use self::providers::Provider;
 
@@ -73,7 +73,7 @@ pub struct Gateway {
     pub(crate) config: Config,
     pub(crate) client: reqwest::Client,
     pub(crate) audit: Audit,
-    pub(crate) counter: MemoryCounter,
+    pub(crate) counters: Counters,
     /// Request tool lists, compiled once.
     pub(crate) declared: declared::DeclaredCache,
     /// The calls of the Responses answers released, for follow-ups.
@@ -100,18 +100,6 @@ impl Gateway {
         config: Config,
         store: Box<dyn AuditStore>,
     ) -> Result<Arc<Gateway>, ConfigError> {
-        if let Some(backend) = policy
-            .access()
-            .limits_backend
-            .as_deref()
-            .filter(|b| *b != "memory")
-        {
-            // Counting in memory what the policy says replicas share would
-            // let each replica allow the whole limit: refuse to start.
-            return Err(ConfigError(format!(
-                "limits_backend `{backend}` is not supported by this build yet; use `memory` (one gateway process)"
-            )));
-        }
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .pool_max_idle_per_host(1024)
@@ -119,14 +107,16 @@ impl Gateway {
             .no_proxy()
             .build()
             .map_err(|err| ConfigError(format!("cannot build the upstream client: {err}")))?;
+        let policy_hash = hex::encode(Sha256::digest(policy_text));
+        let counters = Counters::open(policy.access().limits_backend.as_deref())?;
         let audit = Audit::spawn(store, policy.audit().redact.clone());
         Ok(Arc::new(Gateway {
-            policy_hash: hex::encode(Sha256::digest(policy_text)),
+            policy_hash,
             policy,
             config,
             client,
             audit,
-            counter: MemoryCounter::default(),
+            counters,
             declared: declared::DeclaredCache::default(),
             released: follow_up::ReleasedCalls::default(),
             metrics: Metrics::default(),

@@ -15,7 +15,7 @@ use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Detection, Verd
 
 use crate::audit::{now_ms, AuditCall, AuditRecord, AuditViolation};
 use crate::error::Failure;
-use crate::limiter::Tally;
+use crate::limits::Tally;
 use crate::providers::Provider;
 use crate::request::{self, Envelope, REQUEST_ID};
 use crate::{caller, idempotency, stream, Gateway};
@@ -51,21 +51,37 @@ impl Exchange {
         let began = Instant::now();
         // The request's tools, not whatever the answer echoes.
         detection.tools.clear();
-        let tally = Tally::new(&gw.counter);
-        let options = CheckOptions {
-            caller: self.caller.as_ref(),
-            counter: Some(&tally),
-            // The gateway forwards the arguments as the model wrote them.
-            as_written: true,
-            declared: self.declared.as_deref(),
-            ..CheckOptions::default()
+        let judge = || {
+            let tally = Tally::new(&gw.counters);
+            let options = CheckOptions {
+                caller: self.caller.as_ref(),
+                counter: Some(&tally),
+                // The gateway forwards the arguments as the model wrote them.
+                as_written: true,
+                declared: self.declared.as_deref(),
+                ..CheckOptions::default()
+            };
+            let verdict = gw
+                .policy
+                .judge_expecting(detection, options, &Expectations::default());
+            if !verdict.passed {
+                tally.give_back();
+            }
+            verdict
         };
-        let verdict = gw
-            .policy
-            .judge_expecting(detection, options, &Expectations::default());
-        if !verdict.passed {
-            tally.give_back();
-        }
+        let limited = !gw.policy.access().limits.is_empty();
+        let verdict = if limited && gw.counters.is_remote() {
+            // Counting waits on Redis: let the runtime move other tasks off
+            // this thread meanwhile.
+            match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                    tokio::task::block_in_place(judge)
+                }
+                _ => judge(),
+            }
+        } else {
+            judge()
+        };
         gw.metrics.checked(self.route(), &verdict, began.elapsed());
         verdict
     }

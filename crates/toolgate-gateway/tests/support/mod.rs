@@ -21,8 +21,10 @@ use serde_json::Value;
 use toolgate::Policy;
 use toolgate_gateway::{AuditStore, Config, Gateway};
 
+mod redis;
 mod routes;
 
+pub use redis::RedisServer;
 pub use routes::{key, key_of_canonical, Route, KEYS, REQUEST_ID};
 
 /// A captured payload under tests/fixtures.

@@ -1,14 +1,10 @@
-//! Rate limits across requests: fixed windows per limit and key, kept in
-//! memory (one gateway process). A turn's calls are counted while it is
-//! checked ([`Tally`]) and given back if the turn is blocked: a limit
-//! counts calls that run, not attempts.
+//! Fixed windows per limit and key, kept in memory: one gateway process.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use toolgate::policy::access::RateLimit;
-use toolgate::RateCounter;
 
 /// Past this many keys, expired windows are dropped before a new key is
 /// added; past twice this, a new key is refused (counted as over the limit)
@@ -20,8 +16,8 @@ pub(crate) struct MemoryCounter {
     windows: Mutex<HashMap<(usize, String), (Instant, u64)>>,
 }
 
-impl RateCounter for MemoryCounter {
-    fn hit(&self, limit: usize, rule: &RateLimit, key: &str) -> Result<u64, String> {
+impl MemoryCounter {
+    pub(crate) fn hit(&self, limit: usize, rule: &RateLimit, key: &str) -> Result<u64, String> {
         let now = Instant::now();
         let mut windows = self
             .windows
@@ -44,51 +40,14 @@ impl RateCounter for MemoryCounter {
         windows.insert((limit, key.to_owned()), (now, 1));
         Ok(1)
     }
-}
 
-impl MemoryCounter {
     /// Give back one call counted under `limit` and `key`.
-    fn undo(&self, limit: usize, key: &str) {
+    pub(crate) fn undo(&self, limit: usize, key: &str) {
         if let Ok(mut windows) = self.windows.lock() {
             if let Some((_, count)) = windows.get_mut(&(limit, key.to_owned())) {
                 *count = count.saturating_sub(1);
             }
         }
-    }
-}
-
-/// The counts of one check, remembered so that a blocked turn gives them
-/// back.
-#[derive(Debug)]
-pub(crate) struct Tally<'a> {
-    counter: &'a MemoryCounter,
-    hits: Mutex<Vec<(usize, String)>>,
-}
-
-impl<'a> Tally<'a> {
-    pub(crate) fn new(counter: &'a MemoryCounter) -> Self {
-        Tally {
-            counter,
-            hits: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// The turn was blocked: none of its calls runs.
-    pub(crate) fn give_back(self) {
-        let hits = self.hits.into_inner().unwrap_or_default();
-        for (limit, key) in hits {
-            self.counter.undo(limit, &key);
-        }
-    }
-}
-
-impl RateCounter for Tally<'_> {
-    fn hit(&self, limit: usize, rule: &RateLimit, key: &str) -> Result<u64, String> {
-        let seen = self.counter.hit(limit, rule, key)?;
-        if let Ok(mut hits) = self.hits.lock() {
-            hits.push((limit, key.to_owned()));
-        }
-        Ok(seen)
     }
 }
 
@@ -119,18 +78,5 @@ mod tests {
         assert_eq!(counter.hit(1, &rule, "a"), Ok(1));
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(counter.hit(0, &rule, "a"), Ok(1));
-    }
-
-    #[test]
-    fn a_blocked_turn_gives_its_counts_back() {
-        let rule = rule(1, Duration::from_secs(60));
-        let counter = MemoryCounter::default();
-        let tally = Tally::new(&counter);
-        assert_eq!(tally.hit(0, &rule, "a"), Ok(1));
-        tally.give_back();
-        let tally = Tally::new(&counter);
-        assert_eq!(tally.hit(0, &rule, "a"), Ok(1));
-        drop(tally);
-        assert_eq!(counter.hit(0, &rule, "a"), Ok(2));
     }
 }
