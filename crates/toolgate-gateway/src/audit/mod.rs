@@ -5,10 +5,12 @@
 //! Records go to one writer thread that owns the [`AuditStore`] and commits
 //! every record waiting in one transaction (group commit): each request
 //! still waits for its own durable commit, but many requests share one
-//! `fsync`. Stores: SQLite (the default; WAL, `synchronous = FULL`) and
-//! JSON lines (`audit.jsonl`, each batch written then `fsync`ed).
+//! `fsync`. Stores: SQLite (the default; WAL, `synchronous = FULL`), JSON
+//! lines (`audit.jsonl`, each batch written then `fsync`ed) and PostgreSQL
+//! (`audit.postgres`, shared by replicas).
 
 mod jsonl;
+mod postgres;
 mod sqlite;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use toolgate::policy::AuditSettings;
 
 pub use self::jsonl::JsonlStore;
+pub use self::postgres::PostgresStore;
 pub use self::sqlite::SqliteStore;
 use crate::config::ConfigError;
 
@@ -193,15 +196,18 @@ impl Audit {
 
 /// The store the policy's `audit` section names: SQLite by default.
 pub fn open(settings: &AuditSettings) -> Result<Box<dyn AuditStore>, ConfigError> {
-    if settings.postgres.is_some() {
+    let set = [
+        settings.sqlite.is_some(),
+        settings.jsonl.is_some(),
+        settings.postgres.is_some(),
+    ];
+    if set.iter().filter(|&&s| s).count() > 1 {
         return Err(ConfigError(
-            "audit.postgres is not supported by this build yet; use audit.sqlite (the default) or audit.jsonl".to_owned(),
+            "audit: set one of sqlite, jsonl and postgres, not several".to_owned(),
         ));
     }
-    if let (Some(_), Some(_)) = (&settings.sqlite, &settings.jsonl) {
-        return Err(ConfigError(
-            "audit: set one of sqlite and jsonl, not both".to_owned(),
-        ));
+    if let Some(url) = &settings.postgres {
+        return Ok(Box::new(PostgresStore::open(url).map_err(ConfigError)?));
     }
     if let Some(path) = &settings.jsonl {
         return Ok(Box::new(JsonlStore::open(path).map_err(ConfigError)?));

@@ -21,9 +21,11 @@ use serde_json::Value;
 use toolgate::Policy;
 use toolgate_gateway::{AuditStore, Config, Gateway};
 
+mod postgres;
 mod redis;
 mod routes;
 
+pub use postgres::{query as pg_query, PostgresServer};
 pub use redis::RedisServer;
 pub use routes::{key, key_of_canonical, Route, KEYS, REQUEST_ID};
 
