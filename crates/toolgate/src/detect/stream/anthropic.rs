@@ -100,7 +100,10 @@ impl Decoder {
                     cx.complete(*call);
                 }
             }
-            "message_stop" => self.end_message(cx),
+            "message_stop" => {
+                cx.end();
+                self.end_message(cx);
+            }
             _ => {}
         }
         Ok(())

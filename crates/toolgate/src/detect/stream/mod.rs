@@ -245,18 +245,12 @@ impl Assembler {
     /// Whether the stream's own end has been read: `data: [DONE]` or a
     /// finish reason (OpenAI Chat, Gemini), `message_stop` (Anthropic),
     /// `response.completed`, `.incomplete` or `.failed` (OpenAI
-    /// Responses), `messageStop` (Bedrock), `finish` or `abort` (Vercel). A
-    /// stream whose body ends before it was cut off: a gateway releases
-    /// nothing of it.
+    /// Responses), `messageStop` (Bedrock), `finish` or `abort` (Vercel).
+    /// A body that ends before this was cut off: a gateway releases nothing
+    /// of it.
     #[must_use]
     pub fn ended(&self) -> bool {
         self.calls.ended()
-    }
-
-    /// Whether any event of a known format has been read.
-    #[must_use]
-    pub fn recognised(&self) -> bool {
-        self.calls.recognised()
     }
 
     /// Whether something is already wrong with the stream as a whole (a
@@ -370,12 +364,6 @@ impl Assembler {
             }
         }
         let kind = data_kind.as_deref().or(name);
-        if matches!(
-            kind,
-            Some("message_stop" | "response.completed" | "response.incomplete" | "response.failed")
-        ) {
-            self.calls.end();
-        }
         let cx = &mut self.calls;
         let d = &mut self.decoders;
         match probe.route(kind) {

@@ -88,6 +88,11 @@ impl Decoder {
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" | "response.done" => {
+                // `response.done` closes the calls but is not the end of a
+                // Responses stream.
+                if kind != "response.done" {
+                    cx.end();
+                }
                 if let Some(response) = p.response.filter(|r| r.get().starts_with('{')) {
                     let response: Response<'_> = serde_json::from_str(response.get())?;
                     for (position, item) in response.output.iter().flatten().enumerate() {
