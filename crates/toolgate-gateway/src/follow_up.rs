@@ -111,22 +111,15 @@ pub(crate) fn response_id(json: &[u8]) -> Option<String> {
     outer.id.or(outer.response.and_then(|r| r.id))
 }
 
-/// The data of an SSE event's bytes (its `data:` lines joined).
+/// The data of an SSE event's bytes (its `data` lines joined).
 pub(crate) fn event_data(raw: &[u8]) -> Option<Vec<u8>> {
-    let mut data: Option<Vec<u8>> = None;
-    for line in raw.split(|&b| b == b'\n' || b == b'\r') {
-        let line = line.trim_ascii_start();
-        if line.len() >= 5 && line[..5].eq_ignore_ascii_case(b"data:") {
-            let value = &line[5..];
-            let value = value.strip_prefix(b" ").unwrap_or(value);
-            let joined = data.get_or_insert_with(Vec::new);
-            if !joined.is_empty() {
-                joined.push(b'\n');
-            }
-            joined.extend_from_slice(value);
-        }
+    let mut lines = crate::stream::data_lines(raw);
+    let mut data = lines.next()?.to_vec();
+    for line in lines {
+        data.push(b'\n');
+        data.extend_from_slice(line);
     }
-    data
+    Some(data)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::{caller, idempotency, stream, Gateway};
 pub const IDEMPOTENCY_KEYS: &str = "x-toolgate-idempotency-keys";
 
 /// What one request carries from its check to its response.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Exchange {
     pub(crate) provider: Provider,
     pub(crate) request_id: String,
@@ -168,6 +168,29 @@ impl Exchange {
             .map_err(Failure::AuditUnavailable)
     }
 
+    /// Commit the record of a checked answer. A passing verdict comes back
+    /// with its calls' idempotency keys, ready to release; a failing one,
+    /// or a record that cannot be written, is the request's failure.
+    pub(crate) async fn seal(
+        &self,
+        gw: &Gateway,
+        verdict: Verdict,
+        attempts: u32,
+    ) -> Result<(Verdict, Vec<String>), Failure> {
+        let keys = if verdict.passed {
+            self.keys(&verdict)
+        } else {
+            Vec::new()
+        };
+        self.audit(gw, &verdict, &keys, "response", attempts)
+            .await?;
+        if verdict.passed {
+            Ok((verdict, keys))
+        } else {
+            Err(Failure::Blocked(Box::new(verdict)))
+        }
+    }
+
     /// A released Responses answer: remember its calls for the follow-up
     /// that sends their results (`json` is the body, or the stream event
     /// that carries the response's id).
@@ -179,13 +202,18 @@ impl Exchange {
         }
     }
 
-    /// Record a failure in the metrics and answer it in the route's shape.
-    pub(crate) fn fail(&self, gw: &Gateway, failure: &Failure) -> Response {
+    /// Count a request that ends in `failure`.
+    pub(crate) fn count_failure(&self, gw: &Gateway, failure: &Failure) {
         let took = self.started.elapsed();
         match failure {
             Failure::Blocked(verdict) => gw.metrics.blocked(self.route(), verdict, took),
             other => gw.metrics.failed(self.route(), other.kind(), took),
         }
+    }
+
+    /// Record a failure in the metrics and answer it in the route's shape.
+    pub(crate) fn fail(&self, gw: &Gateway, failure: &Failure) -> Response {
+        self.count_failure(gw, failure);
         let mut response = self.provider.failure_response(failure);
         self.tag(response.headers_mut());
         response
@@ -282,22 +310,10 @@ async fn whole(
             return Ok(release(gw, exchange, status, response_headers, answer, &[]));
         }
         let verdict = exchange.judge(gw, detect_with(&answer, gw.policy.limits()));
-        if verdict.passed {
-            let keys = exchange.keys(&verdict);
-            exchange
-                .audit(gw, &verdict, &keys, "response", attempts)
-                .await?;
-            exchange.remember(gw, &verdict, &answer);
-            return Ok(release(
-                gw,
-                exchange,
-                status,
-                response_headers,
-                answer,
-                &keys,
-            ));
-        }
-        if settings.on_violation == OnViolation::Retry && attempts <= settings.max_retries {
+        if !verdict.passed
+            && settings.on_violation == OnViolation::Retry
+            && attempts <= settings.max_retries
+        {
             if request_value.is_none() {
                 request_value = serde_json::from_slice(&sent).ok();
             }
@@ -313,11 +329,32 @@ async fn whole(
                 }
             }
         }
-        exchange
-            .audit(gw, &verdict, &[], "response", attempts)
-            .await?;
-        return Err(Failure::Blocked(Box::new(verdict)));
+        return settle(
+            gw,
+            exchange,
+            verdict,
+            attempts,
+            status,
+            response_headers,
+            answer,
+        )
+        .await;
     }
+}
+
+/// Seal a checked whole answer, then release it.
+async fn settle(
+    gw: &Gateway,
+    exchange: &Exchange,
+    verdict: Verdict,
+    attempts: u32,
+    status: StatusCode,
+    headers: HeaderMap,
+    answer: Bytes,
+) -> Result<Response, Failure> {
+    let (verdict, keys) = exchange.seal(gw, verdict, attempts).await?;
+    exchange.remember(gw, &verdict, &answer);
+    Ok(release(gw, exchange, status, headers, answer, &keys))
 }
 
 /// The upstream's answer as it came, with the request id and the calls'
@@ -356,16 +393,5 @@ pub(crate) async fn release_whole(
         return Ok(release(gw, exchange, status, headers, answer, &[]));
     }
     let verdict = exchange.judge(gw, detect_with(&answer, gw.policy.limits()));
-    let keys = if verdict.passed {
-        exchange.keys(&verdict)
-    } else {
-        Vec::new()
-    };
-    exchange.audit(gw, &verdict, &keys, "response", 1).await?;
-    if verdict.passed {
-        exchange.remember(gw, &verdict, &answer);
-        Ok(release(gw, exchange, status, headers, answer, &keys))
-    } else {
-        Err(Failure::Blocked(Box::new(verdict)))
-    }
+    settle(gw, exchange, verdict, 1, status, headers, answer).await
 }

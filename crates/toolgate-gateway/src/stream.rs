@@ -39,7 +39,7 @@ type Sender = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
 
 pub(crate) async fn run(
     gw: Arc<Gateway>,
-    exchange: &mut Exchange,
+    exchange: &Exchange,
     upstream_headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, Failure> {
@@ -70,16 +70,7 @@ pub(crate) async fn run(
         HeaderValue::from_static(IDEMPOTENCY_KEYS),
     );
     let (sender, mut receiver) = mpsc::channel(CLIENT_QUEUE);
-    let exchange = Exchange {
-        provider: exchange.provider,
-        request_id: exchange.request_id.clone(),
-        caller: exchange.caller.take(),
-        model: exchange.model.take(),
-        stream: true,
-        declared: exchange.declared.take(),
-        query: exchange.query.take(),
-        started: exchange.started,
-    };
+    let exchange = exchange.clone();
     tokio::spawn(async move {
         pump(&gw, &exchange, upstream, &sender).await;
     });
@@ -181,30 +172,20 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
             if cut {
                 last_the_cut(&mut verdict);
             }
-            let keys = if verdict.passed {
-                exchange.keys(&verdict)
-            } else {
-                Vec::new()
-            };
-            match exchange.audit(gw, &verdict, &keys, "response", 1).await {
+            match exchange.seal(gw, verdict, 1).await {
                 Err(failure) => failure,
-                Ok(()) if verdict.passed => {
+                Ok((verdict, keys)) => {
                     if let Some(event) = &response {
                         exchange.remember(gw, &verdict, event);
                     }
                     release(gw, exchange, held, &keys, out).await;
                     return;
                 }
-                Ok(()) => Failure::Blocked(Box::new(verdict)),
             }
         }
     };
     drop(upstream);
-    let took = exchange.started.elapsed();
-    match &failure {
-        Failure::Blocked(verdict) => gw.metrics.blocked(exchange.route(), verdict, took),
-        other => gw.metrics.failed(exchange.route(), other.kind(), took),
-    }
+    exchange.count_failure(gw, &failure);
     let event = exchange.provider.error_event(&failure);
     let _ = out.send(Ok(Frame::data(Bytes::from(event)))).await;
 }
@@ -272,8 +253,21 @@ fn last_the_cut(verdict: &mut toolgate::Verdict) {
 
 /// Whether an event's bytes hold a `data` field.
 fn has_data(raw: &[u8]) -> bool {
-    raw.split(|&b| b == b'\n' || b == b'\r').any(|line| {
+    data_lines(raw).next().is_some()
+}
+
+/// The values of an event's `data` fields, in order: a line's field name
+/// runs to its first colon (any case, leading blanks skipped, as the
+/// assembler's framer reads it), and one space after the colon is not part
+/// of the value.
+pub(crate) fn data_lines(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    raw.split(|&b| b == b'\n' || b == b'\r').filter_map(|line| {
         let line = line.trim_ascii_start();
-        line.len() >= 4 && line[..4].eq_ignore_ascii_case(b"data")
+        let colon = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+        if !line[..colon].eq_ignore_ascii_case(b"data") {
+            return None;
+        }
+        let value = line.get(colon + 1..).unwrap_or_default();
+        Some(value.strip_prefix(b" ").unwrap_or(value))
     })
 }
