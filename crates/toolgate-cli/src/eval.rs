@@ -137,6 +137,7 @@ fn evaluator(args: &Args) -> anyhow::Result<Evaluator> {
     let options = Options {
         results: args.results,
         require_calls: args.require_calls,
+        phase: toolgate::Phase::Trajectory,
     };
     Evaluator::new(value, dir, options).map_err(|err| named(&err))
 }

@@ -58,6 +58,11 @@ enum Command {
         /// Fail when the payload holds no tool call at all.
         #[arg(long)]
         require_calls: bool,
+        /// What to judge: `response` (the calls the model just made),
+        /// `request` (the results an application sends back; past calls
+        /// are not judged again) or `trajectory` (everything).
+        #[arg(long, default_value = "trajectory", value_parser = parse_phase)]
+        phase: toolgate::Phase,
         /// The caller, for roles, rules and limits: a JSON file
         /// `{"id": ..., "roles": [...], "attributes": {...}}`.
         #[arg(long)]
@@ -111,6 +116,10 @@ fn main() -> ExitCode {
     }
 }
 
+fn parse_phase(text: &str) -> Result<toolgate::Phase, String> {
+    text.parse()
+}
+
 /// Runs a command; `Ok(true)` when the input is clean.
 fn run(cli: Cli) -> anyhow::Result<bool> {
     match cli.command {
@@ -131,6 +140,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             policy,
             results,
             require_calls,
+            phase,
             caller,
             compact,
         } => {
@@ -148,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 counter: None,
                 as_written: false,
                 declared: None,
+                phase,
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();

@@ -36,6 +36,8 @@ pub struct Options {
     pub results: bool,
     /// A trace without calls fails.
     pub require_calls: bool,
+    /// What to judge (a trajectory, unless told otherwise).
+    pub phase: toolgate::Phase,
 }
 
 /// What became of one line.
@@ -84,6 +86,7 @@ impl Evaluator {
             counter: None,
             as_written: false,
             declared: None,
+            phase: self.options.phase,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
         if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use toolgate::{Arguments, CallKind, Detection, Format, ToolCall, Verdict};
+use toolgate::{Answers, Arguments, CallKind, Detection, Format, ToolCall, Verdict};
 
 /// Calls remembered, all responses together; the oldest response is
 /// forgotten first.
@@ -78,7 +78,15 @@ pub(crate) fn link(detection: &mut Detection, earlier: &[(String, String)]) {
     }
     for result in &mut detection.results {
         result.turn += 1;
+        result.answers = match result.answers {
+            // The results the request opens with answer the calls released.
+            Answers::Earlier => Answers::Turn(0),
+            Answers::Turn(turn) => Answers::Turn(turn + 1),
+            Answers::Nothing => Answers::Nothing,
+        };
     }
+    detection.pending = detection.pending.map(|turn| turn + 1);
+    detection.continues = false;
     let first = detection.calls.len();
     let injected = earlier.iter().enumerate().map(|(at, (id, name))| ToolCall {
         index: first + at,

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::Value;
 use toolgate::policy::{Expectations, OnViolation};
-use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Detection, Verdict};
+use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Detection, Phase, Verdict};
 
 use crate::audit::{now_ms, AuditCall, AuditRecord, AuditViolation};
 use crate::error::Failure;
@@ -59,6 +59,7 @@ impl Exchange {
                 // The gateway forwards the arguments as the model wrote them.
                 as_written: true,
                 declared: self.declared.as_deref(),
+                phase: Phase::Response,
                 ..CheckOptions::default()
             };
             let verdict = gw

@@ -7,10 +7,9 @@ use http_body_util::BodyExt;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
-use toolgate::detect::UNRECOGNISED;
 use toolgate::policy::Expectations;
 
-use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Verdict, ViolationCode};
+use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Phase, Verdict};
 
 use crate::error::Failure;
 use crate::providers::Provider;
@@ -115,74 +114,24 @@ pub(crate) fn check(
 ) -> Result<RequestCheck, Box<Verdict>> {
     let policy = &*gw.policy;
     let mut detection = detect_with(body, policy.limits());
-    if let Some(earlier) = earlier {
-        crate::follow_up::link(&mut detection, earlier);
-    }
-    if detection.format.is_none()
-        && matches!(detection.violations.as_slice(), [only] if only.message == UNRECOGNISED)
-    {
-        // Clean JSON in no shape that holds calls or results: a first
-        // turn, such as a Responses request whose `input` is a string.
-        // Nothing to link. Any other problem (a duplicate key) still blocks.
-        detection.violations.clear();
+    match earlier {
+        Some(earlier) => crate::follow_up::link(&mut detection, earlier),
+        // Results for calls this gateway never released are refused, even
+        // when the request says the provider keeps the conversation.
+        None => detection.continues = false,
     }
     let declared = gw.declared.get(policy, &detection.tools);
     let options = CheckOptions {
-        results: true,
         caller,
         declared: declared.as_deref(),
+        phase: Phase::Request,
         ..CheckOptions::default()
     };
-    let mut verdict = policy.judge_expecting(detection, options, &Expectations::default());
-    verdict.violations.retain(|v| blocks_a_request(v.code));
-    if verdict.violations.is_empty() {
-        return Ok(RequestCheck { declared });
-    }
-    verdict.passed = false;
-    verdict.label = toolgate::Label::Fail;
-    verdict.score = 0.0;
-    verdict.failures = verdict
-        .violations
-        .iter()
-        .map(|v| v.message.clone())
-        .collect();
-    verdict.reasoning = verdict.failures.join("; ");
-    Err(Box::new(verdict))
-}
-
-/// The codes that stop a request before the upstream sees it.
-fn blocks_a_request(code: ViolationCode) -> bool {
-    match code {
-        ViolationCode::MalformedPayload
-        | ViolationCode::InputLimitExceeded
-        | ViolationCode::InvalidToolSchema
-        | ViolationCode::ResultMissingCallId
-        | ViolationCode::ResultUnknownCallId
-        | ViolationCode::ResultDuplicateCallId
-        | ViolationCode::ResultNameMismatch
-        | ViolationCode::ResultMissingName
-        | ViolationCode::ResultBadContent
-        | ViolationCode::ResultMissing => true,
-        // Calls of earlier turns, and what the agent was expected to do:
-        // judged on responses and in evals, not on requests.
-        ViolationCode::MalformedArguments
-        | ViolationCode::DuplicateArgumentKey
-        | ViolationCode::NotAllowed
-        | ViolationCode::Forbidden
-        | ViolationCode::MissingRequiredParam
-        | ViolationCode::SchemaViolation
-        | ViolationCode::UnexpectedArguments
-        | ViolationCode::DuplicateCallId
-        | ViolationCode::UnauthorizedRole
-        | ViolationCode::UnauthorizedArgument
-        | ViolationCode::RateLimited
-        | ViolationCode::MissingExpectedTools
-        | ViolationCode::UsedForbiddenTools
-        | ViolationCode::TooFewTools
-        | ViolationCode::TooManyTools
-        | ViolationCode::OrderMismatch
-        | ViolationCode::ArgMismatch
-        | ViolationCode::NoToolCalls => false,
+    let verdict = policy.judge_expecting(detection, options, &Expectations::default());
+    if verdict.passed {
+        Ok(RequestCheck { declared })
+    } else {
+        Err(Box::new(verdict))
     }
 }
 

@@ -1307,9 +1307,11 @@ async fn a_stream_past_max_response_bytes_ends_with_an_error() {
 }
 
 #[tokio::test]
-async fn an_unrecognised_stream_is_held_until_its_verdict() {
-    // Not a format toolgate reads: the verdict is malformed_payload, so
-    // nothing of it may reach the client before the error event.
+async fn a_stream_in_another_shape_is_read_whole_and_held_until_its_verdict() {
+    // Not a stream format toolgate decodes: each event is read as a whole
+    // document. The first carries a call in a `tool_calls` array (read, and
+    // refused by name); the second is in no known shape (malformed). Nothing
+    // of it may reach the client before the error event.
     let body = concat!(
         "data: {\"event_type\":\"tool-calls-generation\",\"tool_calls\":[{\"name\":\"delete_user\",\"parameters\":{\"user_id\":42}}]}\n\n",
         "data: {\"event_type\":\"stream-end\",\"finish_reason\":\"COMPLETE\"}\n\n",
@@ -1318,7 +1320,8 @@ async fn an_unrecognised_stream_is_held_until_its_verdict() {
     let verdict = Policy::from_text("allowed_functions: [get_weather]", None)
         .unwrap()
         .check(body);
-    assert_eq!(verdict.violations[0].code.as_str(), "malformed_payload");
+    let codes: Vec<&str> = verdict.violations.iter().map(|v| v.code.as_str()).collect();
+    assert_eq!(codes, ["malformed_payload", "not_allowed"]);
     let upstream = Upstream::start().await;
     upstream.reply(Reply::sse(body, PAUSE));
     let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
@@ -1333,9 +1336,12 @@ async fn an_unrecognised_stream_is_held_until_its_verdict() {
         &answer.body,
         b"",
         "guardrails_violation",
-        "unrecognised",
+        "delete_user",
     );
-    assert_eq!(code(Route::Chat, &error), "malformed_payload");
+    assert!(
+        ["malformed_payload", "not_allowed"].contains(&code(Route::Chat, &error).as_str()),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -38,6 +38,7 @@
 //! ```
 
 pub mod check;
+mod code;
 pub mod detect;
 pub mod model;
 pub mod policy;
@@ -46,8 +47,8 @@ pub mod verdict;
 pub use check::{CheckOptions, DeclaredTools, RateCounter};
 pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
-    ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing, ToolCall,
-    ToolResult,
+    Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing,
+    ToolCall, ToolResult,
 };
 pub use policy::{Policy, PolicyError, Problem};
-pub use verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
+pub use verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, ViolationCode};

@@ -223,6 +223,33 @@ pub struct ToolResult {
     pub format: Format,
     /// The conversation turn (message) the result belongs to, from 0.
     pub turn: usize,
+    /// The calls this result may answer (seed 004's per-turn linkage).
+    pub answers: Answers,
+}
+
+/// Which calls a tool result may answer: a turn's results answer that same
+/// turn's calls, and nothing once the conversation has moved on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Calls the payload does not hold: it opens with results, before any
+    /// call or message (a Responses request that continues a conversation
+    /// the provider keeps answers the calls of `previous_response_id`).
+    Earlier,
+    /// The calls of this turn: the last turn with calls, with nothing but
+    /// results since.
+    Turn(usize),
+    /// No call: a user or assistant message came after the last calls.
+    Nothing,
+}
+
+impl Serialize for Answers {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Answers::Earlier => serializer.serialize_str("earlier"),
+            Answers::Turn(turn) => serializer.serialize_u64(*turn as u64),
+            Answers::Nothing => serializer.serialize_none(),
+        }
+    }
 }
 
 /// Who is calling: the identity roles and rules are checked against

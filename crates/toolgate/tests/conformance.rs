@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
-use toolgate::{Caller, CheckOptions, Policy, Verdict, ViolationCode};
+use toolgate::{Caller, CheckOptions, Phase, Policy, Verdict, ViolationCode};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -31,6 +31,10 @@ struct Case {
     results: bool,
     #[serde(default)]
     require_calls: bool,
+    /// `response`, `request` or `trajectory` (the default), as `check
+    /// --phase` reads it.
+    #[serde(default)]
+    phase: Option<String>,
     /// `{id, roles, attributes}`, as `check --caller` reads it.
     #[serde(default)]
     caller: Option<Caller>,
@@ -130,6 +134,19 @@ fn payload(case: &Case) -> Vec<u8> {
     }
 }
 
+fn options(case: &Case) -> CheckOptions<'_> {
+    CheckOptions {
+        results: case.results,
+        require_calls: case.require_calls,
+        caller: case.caller.as_ref(),
+        phase: case
+            .phase
+            .as_deref()
+            .map_or(Phase::Trajectory, |p| p.parse().expect("a phase")),
+        ..CheckOptions::default()
+    }
+}
+
 /// Every way the verdict differs from the case's expectations.
 fn mismatches(case: &Case) -> Vec<String> {
     let mut wrong = Vec::new();
@@ -149,15 +166,7 @@ fn mismatches(case: &Case) -> Vec<String> {
         (Err(problems), None) => return vec![format!("the policy does not load: {problems:#?}")],
         (Ok(policy), None) => policy,
     };
-    let options = CheckOptions {
-        results: case.results,
-        require_calls: case.require_calls,
-        caller: case.caller.as_ref(),
-        counter: None,
-        as_written: false,
-        declared: None,
-    };
-    let verdict = policy.check_with(&payload(case), options);
+    let verdict = policy.check_with(&payload(case), options(case));
     let json = serde_json::to_value(&verdict).unwrap();
     compare(
         &mut wrong,

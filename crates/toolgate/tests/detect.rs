@@ -241,19 +241,28 @@ fn duplicate_envelope_keys_are_malformed() {
 
 #[test]
 fn bad_payloads_are_violations() {
-    for body in [
-        &b""[..],
-        b"   ",
-        b"hello",
-        b"{\"choices\":",
-        b"\xff\xfe{}",
-        b"42",
-        b"{\"unrelated\":true}",
-    ] {
+    for body in [&b""[..], b"   ", b"hello", b"{\"choices\":", b"\xff\xfe{}"] {
         let found = detect(body);
         assert_eq!(
             payload_codes(&found),
             [ViolationCode::MalformedPayload],
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        assert!(found.calls.is_empty());
+    }
+    // JSON that holds no call position has no calls, and nothing wrong.
+    for body in [
+        &b"42"[..],
+        b"{\"unrelated\":true}",
+        b"{}",
+        b"null",
+        b"[]",
+        b"\"text\"",
+    ] {
+        let found = detect(body);
+        assert!(
+            found.violations.is_empty(),
             "{}",
             String::from_utf8_lossy(body)
         );

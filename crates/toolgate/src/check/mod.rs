@@ -23,7 +23,7 @@ use crate::detect::{detect_with, Detection};
 use crate::model::{Caller, ToolCall};
 use crate::policy::access::RateLimit;
 use crate::policy::{Expectations, Policy};
-use crate::verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};
+use crate::verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, ViolationCode};
 
 /// How to check, beyond what the policy says.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,6 +46,9 @@ pub struct CheckOptions<'a> {
     /// The request's tools, compiled by [`Policy::declare`]: used instead
     /// of compiling the payload's own `tools` again.
     pub declared: Option<&'a DeclaredTools>,
+    /// What to judge: the calls the model just made, what an application
+    /// sends back, or everything (the default).
+    pub phase: Phase,
 }
 
 /// Counts calls against the policy's rate limits across checks (the
@@ -133,8 +136,12 @@ impl Policy {
             results,
             tools,
             violations: mut payload,
+            pending,
+            continues,
+            calls_seen,
             ..
         } = detection;
+        let phase = options.phase;
         let compiled;
         let request = if let Some(declared) = options.declared {
             payload.extend(declared.violations.iter().cloned());
@@ -144,8 +151,13 @@ impl Policy {
                 (!tools.is_empty()).then(|| RequestTools::compile(self, &tools, &mut payload));
             compiled.as_ref()
         };
-        let result_violations = if options.results {
-            results::check(&calls, &results)
+        let result_violations = if phase.judges(Category::Result, options.results) {
+            let link = results::Linkage {
+                pending,
+                continues,
+                require_names: self.require_result_names,
+            };
+            results::check(&calls, &results, link)
         } else {
             Vec::new()
         };
@@ -153,10 +165,29 @@ impl Policy {
         let mut violations = payload;
         let mut verdicts = Vec::with_capacity(calls.len());
         let mut valid = 0;
-        let reused = reused_ids(&calls);
+        let judge_calls = phase.judges(Category::Call, options.results);
+        let reused = if judge_calls {
+            reused_ids(&calls)
+        } else {
+            vec![None; calls.len()]
+        };
         let mut limits = access::Counts::new(options.counter);
         for (call, reuses) in calls.into_iter().zip(reused) {
-            let verdict = self.check_call(call, reuses, request, options, &mut limits);
+            let verdict = if judge_calls {
+                self.check_call(call, reuses, request, options, &mut limits)
+            } else {
+                // A call of a past turn: released or refused when it was
+                // made, not judged again.
+                CallVerdict {
+                    index: call.index,
+                    id: call.id,
+                    name: call.name,
+                    arguments: call.arguments,
+                    format: call.format,
+                    valid: true,
+                    violations: Vec::new(),
+                }
+            };
             valid += usize::from(verdict.valid);
             violations.extend(verdict.violations.iter().cloned());
             verdicts.push(verdict);
@@ -164,6 +195,16 @@ impl Policy {
         violations.extend(result_violations);
 
         let mut score = Ratio::new(valid, verdicts.len());
+        if !phase.judges(Category::Expectation, options.results) {
+            return finish(
+                expect,
+                verdicts,
+                violations,
+                Vec::new(),
+                score,
+                payload_failed,
+            );
+        }
         let require_calls = options.require_calls || expect.require_calls;
         if verdicts.is_empty() && (require_calls || expectations::needs_calls(expect)) {
             score = Ratio::ZERO;
@@ -172,7 +213,8 @@ impl Policy {
                 "no tool calls found",
             ));
         } else {
-            let outcome = expectations::evaluate(self, expect, &verdicts);
+            let outcome =
+                expectations::evaluate(self, expect, &verdicts, calls_seen.max(verdicts.len()));
             score = score.times(Ratio::mean(&outcome.kinds));
             violations.extend(outcome.violations);
             return finish(
@@ -295,11 +337,16 @@ fn finish(
     }
 }
 
-/// For each call, the earlier call whose (non-empty) id it reuses. A plain
-/// scan for the few calls a payload usually holds; a table past that.
+/// For each call, the earlier call of the same turn whose (non-empty) id
+/// it reuses: ids may repeat across turns (some models send `call_0` every
+/// turn), never within one. A plain scan for the few calls a payload
+/// usually holds; a table past that.
 fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
-    fn id(call: &ToolCall) -> Option<&str> {
-        call.id.as_deref().filter(|id| !id.is_empty())
+    fn id(call: &ToolCall) -> Option<(usize, &str)> {
+        call.id
+            .as_deref()
+            .filter(|id| !id.is_empty())
+            .map(|id| (call.turn, id))
     }
     if calls.len() <= 32 {
         return calls
@@ -314,7 +361,7 @@ fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
             })
             .collect();
     }
-    let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut first: FxHashMap<(usize, &str), usize> = FxHashMap::default();
     calls
         .iter()
         .map(|call| {
@@ -343,38 +390,9 @@ fn failure_line(violation: &Violation) -> &str {
 }
 
 /// Whether a code belongs to the expectations (whose failure lines are
-/// grouped per kind).
+/// grouped per kind). `no_tool_calls` has a line of its own.
 fn is_expectation(code: ViolationCode) -> bool {
-    match code {
-        ViolationCode::MissingExpectedTools
-        | ViolationCode::UsedForbiddenTools
-        | ViolationCode::TooFewTools
-        | ViolationCode::TooManyTools
-        | ViolationCode::OrderMismatch
-        | ViolationCode::ArgMismatch => true,
-        ViolationCode::MalformedPayload
-        | ViolationCode::InputLimitExceeded
-        | ViolationCode::MalformedArguments
-        | ViolationCode::DuplicateArgumentKey
-        | ViolationCode::NotAllowed
-        | ViolationCode::Forbidden
-        | ViolationCode::MissingRequiredParam
-        | ViolationCode::SchemaViolation
-        | ViolationCode::UnexpectedArguments
-        | ViolationCode::InvalidToolSchema
-        | ViolationCode::DuplicateCallId
-        | ViolationCode::UnauthorizedRole
-        | ViolationCode::UnauthorizedArgument
-        | ViolationCode::RateLimited
-        | ViolationCode::NoToolCalls
-        | ViolationCode::ResultMissingCallId
-        | ViolationCode::ResultUnknownCallId
-        | ViolationCode::ResultDuplicateCallId
-        | ViolationCode::ResultNameMismatch
-        | ViolationCode::ResultMissingName
-        | ViolationCode::ResultBadContent
-        | ViolationCode::ResultMissing => false,
-    }
+    code.category() == Category::Expectation && code != ViolationCode::NoToolCalls
 }
 
 #[cfg(test)]

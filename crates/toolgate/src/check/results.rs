@@ -6,153 +6,238 @@
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::model::{CallKind, Format, ToolCall, ToolResult};
+use crate::model::{Answers, CallKind, Format, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
 
-pub(crate) fn check(calls: &[ToolCall], results: &[ToolResult]) -> Vec<Violation> {
+/// What the linkage needs of a detection besides its calls and results.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Linkage {
+    /// The last turn with calls, if the conversation did not move on.
+    pub(crate) pending: Option<usize>,
+    /// The payload continues a conversation the provider keeps.
+    pub(crate) continues: bool,
+    /// Every result must name its call's tool (seed 004).
+    pub(crate) require_names: bool,
+}
+
+/// Link each result to a call of the turn it answers (seed 004: a turn's
+/// results answer that same turn's calls), then find the calls left
+/// without a result.
+pub(crate) fn check(calls: &[ToolCall], results: &[ToolResult], link: Linkage) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut by_id: FxHashMap<&str, &ToolCall> = FxHashMap::default();
+    let mut by_turn: FxHashMap<usize, Vec<&ToolCall>> = FxHashMap::default();
     for call in calls {
-        if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
-            by_id.entry(id).or_insert(call);
-        }
+        by_turn.entry(call.turn).or_default().push(call);
     }
-    // The first turn each tool was called in: Gemini links results by name.
-    let mut first_turn: FxHashMap<&str, usize> = FxHashMap::default();
-    for call in calls {
-        first_turn.entry(call.name.as_str()).or_insert(call.turn);
-    }
-    let mut answered: FxHashMap<&str, usize> = FxHashMap::default();
+    // Call index -> the result that answered it.
+    let mut answered: FxHashMap<usize, usize> = FxHashMap::default();
     for result in results {
-        let at = result.index;
-        let named = result
-            .name
-            .as_deref()
-            .filter(|name| !name.trim().is_empty());
-        let push = |out: &mut Vec<Violation>, code, call: Option<&ToolCall>, message: String| {
-            out.push(Violation {
-                code,
-                call: call.map(|c| c.index),
-                tool: call
-                    .map(|c| c.name.clone())
-                    .or_else(|| named.map(str::to_owned)),
-                path: None,
-                message,
-            });
-        };
-        if result.format == Format::Gemini && named.is_none() {
-            push(
-                &mut out,
-                ViolationCode::ResultMissingName,
-                None,
-                format!("tool result #{at} has no tool name"),
-            );
-        }
-        match result.call_id.as_deref().filter(|id| !id.is_empty()) {
-            None if result.format == Format::Gemini => {
-                // Gemini links results to calls by name.
-                if let Some(name) = named {
-                    if first_turn.get(name).is_none_or(|&turn| turn >= result.turn) {
-                        push(
-                            &mut out,
-                            ViolationCode::ResultUnknownCallId,
-                            None,
-                            format!("tool result #{at} answers tool '{name}', which no earlier call named"),
-                        );
-                    }
-                }
-            }
-            None => push(
-                &mut out,
-                ViolationCode::ResultMissingCallId,
-                None,
-                format!("tool result #{at} does not say which call it answers (no call id)"),
-            ),
-            Some(id) => match by_id
-                .get(id)
-                .filter(|call| call.turn < result.turn || call.format == Format::Mcp)
-            {
-                None => push(
-                    &mut out,
-                    ViolationCode::ResultUnknownCallId,
-                    None,
-                    format!(
-                        "tool result #{at} answers call id '{id}', which no earlier tool call has"
-                    ),
-                ),
-                Some(call) => {
-                    if let Some(first) = answered.insert(id, at) {
-                        push(
-                            &mut out,
-                            ViolationCode::ResultDuplicateCallId,
-                            Some(call),
-                            format!("tool result #{at} answers call id '{id}' again (tool result #{first} already did)"),
-                        );
-                    }
-                    if let Some(name) = named.filter(|name| *name != call.name) {
-                        push(
-                            &mut out,
-                            ViolationCode::ResultNameMismatch,
-                            Some(call),
-                            format!("tool result #{at} names tool '{name}', but call '{id}' was to '{}'", call.name),
-                        );
-                    }
-                }
-            },
-        }
-        if !content_fits(result) {
-            push(
-                &mut out,
-                ViolationCode::ResultBadContent,
-                None,
-                format!("tool result #{at} has no content, or content its format does not allow"),
-            );
-        }
+        link_one(calls, &by_turn, result, link, &mut answered, &mut out);
     }
-    missing(calls, results, &mut out);
+    missing(calls, &answered, link.pending, &mut out);
     out
 }
 
-/// A call left without a result before the next turn with calls. Results
-/// are indexed by call id (or, without one, by tool name) first, so a long
-/// conversation costs linear time.
-fn missing(calls: &[ToolCall], results: &[ToolResult], out: &mut Vec<Violation>) {
-    let mut turns: Vec<usize> = calls.iter().map(|c| c.turn).collect();
-    turns.sort_unstable();
-    turns.dedup();
-    let mut by_id: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    for result in results {
-        match (result.call_id.as_deref(), result.name.as_deref()) {
-            (Some(id), _) => by_id.entry(id).or_default().push(result.turn),
-            (None, Some(name)) => by_name.entry(name).or_default().push(result.turn),
-            (None, None) => {}
-        }
+/// Link one result to the call it answers, or say why it cannot be.
+fn link_one(
+    calls: &[ToolCall],
+    by_turn: &FxHashMap<usize, Vec<&ToolCall>>,
+    result: &ToolResult,
+    link: Linkage,
+    answered: &mut FxHashMap<usize, usize>,
+    out: &mut Vec<Violation>,
+) {
+    let at = result.index;
+    let named = result
+        .name
+        .as_deref()
+        .filter(|name| !name.trim().is_empty());
+    let push = |out: &mut Vec<Violation>, code, call: Option<&ToolCall>, message: String| {
+        out.push(Violation {
+            code,
+            call: call.map(|c| c.index),
+            tool: call
+                .map(|c| c.name.clone())
+                .or_else(|| named.map(str::to_owned)),
+            path: None,
+            message,
+        });
+    };
+    if !content_fits(result) {
+        push(
+            out,
+            ViolationCode::ResultBadContent,
+            None,
+            format!("tool result #{at} has no content, or content its format does not allow"),
+        );
     }
-    for call in calls {
-        if call.kind == CallKind::Hosted || call.format == Format::Mcp {
+    let id = result.call_id.as_deref().filter(|id| !id.is_empty());
+    if result.format == Format::Mcp {
+        // JSON-RPC links a result to its request by id, in any order.
+        if let Some(id) = id {
+            if !calls
+                .iter()
+                .any(|c| c.format == Format::Mcp && c.id.as_deref() == Some(id))
+            {
+                push(
+                    out,
+                    ViolationCode::ResultUnknownCallId,
+                    None,
+                    format!("tool result #{at} answers call id '{id}', which no tool call has"),
+                );
+            }
+        }
+        return;
+    }
+    if let Some((code, message)) = unlinkable(result, id, named) {
+        push(out, code, None, message);
+        return;
+    }
+    let turn = match result.answers {
+        Answers::Turn(turn) => Some(turn),
+        // Calls the provider keeps: not ours to see.
+        Answers::Earlier if link.continues => return,
+        Answers::Earlier | Answers::Nothing => None,
+    };
+    let candidates = turn
+        .and_then(|t| by_turn.get(&t))
+        .map_or(&[][..], Vec::as_slice);
+    let what = match id {
+        Some(id) => format!("call id '{id}'"),
+        None => format!("tool '{}'", named.unwrap_or_default()),
+    };
+    let matching = |call: &&&ToolCall| match id {
+        Some(id) => call.id.as_deref() == Some(id),
+        None => Some(call.name.as_str()) == named,
+    };
+    let Some(&first) = candidates.iter().find(matching) else {
+        let message = unknown(calls, at, &what, id, named);
+        push(out, ViolationCode::ResultUnknownCallId, None, message);
+        return;
+    };
+    // By name, each call of that tool takes one result, in order.
+    let call = match id {
+        Some(_) => first,
+        None => candidates
+            .iter()
+            .filter(matching)
+            .find(|c| !answered.contains_key(&c.index))
+            .copied()
+            .unwrap_or(first),
+    };
+    if let Some(earlier) = answered.get(&call.index) {
+        push(
+            out,
+            ViolationCode::ResultDuplicateCallId,
+            Some(call),
+            format!("tool result #{at} answers {what} again (tool result #{earlier} already did)"),
+        );
+        return;
+    }
+    answered.insert(call.index, at);
+    let wrong_name = named.filter(|name| *name != call.name);
+    if let Some(name) = wrong_name {
+        let message = format!(
+            "tool result #{at} names tool '{name}', but {what} was to '{}'",
+            call.name
+        );
+        push(out, ViolationCode::ResultNameMismatch, Some(call), message);
+    } else if named.is_none() && link.require_names && !call.name.trim().is_empty() {
+        let message = format!(
+            "tool result #{at} does not name its call's tool '{}'",
+            call.name
+        );
+        push(out, ViolationCode::ResultMissingName, Some(call), message);
+    }
+}
+
+/// Why a result's call is not among the calls of the turn it answers.
+fn unknown(
+    calls: &[ToolCall],
+    at: usize,
+    what: &str,
+    id: Option<&str>,
+    named: Option<&str>,
+) -> String {
+    let elsewhere = calls.iter().any(|call| match id {
+        Some(id) => call.id.as_deref() == Some(id),
+        None => Some(call.name.as_str()) == named,
+    });
+    if elsewhere {
+        format!("tool result #{at} answers {what}, which is a call of another turn than the one it answers")
+    } else if id.is_some() {
+        format!("tool result #{at} answers {what}, which no earlier tool call has")
+    } else {
+        format!("tool result #{at} answers {what}, which no earlier call named")
+    }
+}
+
+/// Why a result cannot be linked at all: no call id where the format
+/// links by id, no name where it links by name (Gemini, legacy
+/// `role: function`).
+fn unlinkable(
+    result: &ToolResult,
+    id: Option<&str>,
+    named: Option<&str>,
+) -> Option<(ViolationCode, String)> {
+    let at = result.index;
+    let by_name = id.is_none() && matches!(result.format, Format::Gemini | Format::OpenAiChat);
+    if by_name && named.is_some() || id.is_some() {
+        return None;
+    }
+    Some(if result.format == Format::Gemini {
+        (
+            ViolationCode::ResultMissingName,
+            format!("tool result #{at} has no tool name"),
+        )
+    } else {
+        (
+            ViolationCode::ResultMissingCallId,
+            format!("tool result #{at} does not say which call it answers (no call id)"),
+        )
+    })
+}
+
+/// A call left without a result when the conversation moved on; in the
+/// last turn, still open, a call left unanswered beside answered ones.
+fn missing(
+    calls: &[ToolCall],
+    answered: &FxHashMap<usize, usize>,
+    pending: Option<usize>,
+    out: &mut Vec<Violation>,
+) {
+    let owed = |call: &&ToolCall| call.kind != CallKind::Hosted && call.format != Format::Mcp;
+    let pending_started = pending.is_some_and(|turn| {
+        calls
+            .iter()
+            .filter(owed)
+            .any(|c| c.turn == turn && answered.contains_key(&c.index))
+    });
+    for call in calls.iter().filter(owed) {
+        if answered.contains_key(&call.index) {
             continue;
         }
-        let Some(&next) = turns.get(turns.partition_point(|&turn| turn <= call.turn)) else {
+        let open = Some(call.turn) == pending;
+        if open && !pending_started {
             continue;
-        };
-        let answers = match call.id.as_deref().filter(|id| !id.is_empty()) {
-            Some(id) => by_id.get(id),
-            None => by_name.get(call.name.as_str()),
-        };
-        let answered =
-            answers.is_some_and(|turns| turns.iter().any(|&turn| turn > call.turn && turn < next));
-        if !answered {
-            out.push(Violation::call(
-                ViolationCode::ResultMissing,
-                call.index,
-                &call.name,
-                format!(
-                    "tool call '{}' got no result before the next turn",
-                    call.name
-                ),
-            ));
         }
+        let message = if open {
+            format!(
+                "tool call '{}' got no result, though other calls of its turn did",
+                call.name
+            )
+        } else {
+            format!(
+                "tool call '{}' got no result before the next turn",
+                call.name
+            )
+        };
+        out.push(Violation::call(
+            ViolationCode::ResultMissing,
+            call.index,
+            &call.name,
+            message,
+        ));
     }
 }
 

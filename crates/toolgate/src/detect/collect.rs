@@ -7,9 +7,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::detect::args::parse_arguments;
-use crate::detect::limits::{Limits, HARD_MAX_DEPTH};
+use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
 use crate::detect::Detection;
-use crate::model::{ArgumentError, Arguments, CallKind, Format, Framing, ToolCall, ToolResult};
+use crate::model::{
+    Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, ToolCall,
+    ToolResult,
+};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Where a call's arguments come from.
@@ -43,6 +46,44 @@ pub(crate) struct Collector<'l> {
     tools: Vec<Value>,
     /// How deep the document readers have recursed.
     depth: usize,
+    /// What the current turn recorded last: a call after a result starts a
+    /// new turn.
+    last: Last,
+    /// Which calls a result recorded now answers.
+    open: Open,
+    /// Inside a user or system message: what sits in call positions there
+    /// is not a call.
+    muted: usize,
+    /// Calls offered, counting those past `max_calls`.
+    seen: usize,
+    /// The payload continues a conversation the provider keeps.
+    continues: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Last {
+    Nothing,
+    Call,
+    Result,
+}
+
+/// Which calls a result may answer now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    /// Nothing yet: results answer calls made before the payload.
+    Start,
+    /// The calls of this turn.
+    Turn(usize),
+    /// The conversation moved on since the last calls.
+    Closed,
+}
+
+/// Where one object's readings start in the collector: calls and results
+/// recorded so far.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    calls: usize,
+    results: usize,
 }
 
 impl<'l> Collector<'l> {
@@ -58,7 +99,47 @@ impl<'l> Collector<'l> {
             over_call_limit: false,
             tools: Vec::new(),
             depth: 0,
+            last: Last::Nothing,
+            open: Open::Start,
+            muted: 0,
+            seen: 0,
+            continues: false,
         }
+    }
+
+    /// Where the readings of an object start.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            calls: self.calls.len(),
+            results: self.results.len(),
+        }
+    }
+
+    /// Whether anything was recorded since `mark`.
+    pub(crate) fn recorded_since(&self, mark: Mark) -> bool {
+        self.calls.len() > mark.calls || self.results.len() > mark.results
+    }
+
+    /// Calls in call positions are not calls until [`Collector::unmute`]
+    /// (a user or system message's).
+    pub(crate) fn mute(&mut self) {
+        self.muted += 1;
+    }
+
+    pub(crate) fn unmute(&mut self) {
+        self.muted = self.muted.saturating_sub(1);
+    }
+
+    /// A message that recorded neither a call nor a result ended: the
+    /// conversation moved on, and later results answer nothing before it.
+    pub(crate) fn moved_on(&mut self) {
+        self.open = Open::Closed;
+    }
+
+    /// The payload continues a conversation the provider keeps
+    /// (`previous_response_id`, `conversation`).
+    pub(crate) fn continues(&mut self) {
+        self.continues = true;
     }
 
     /// Record the tool declarations of a request (a `tools` array). An
@@ -78,10 +159,10 @@ impl<'l> Collector<'l> {
         self.format.get_or_insert(format);
     }
 
-    /// Enter one level of nested reading. Past [`HARD_MAX_DEPTH`] levels,
+    /// Enter one level of nested reading. Past [`MAX_ENVELOPE_DEPTH`] levels,
     /// records `input_limit_exceeded` and returns false: the caller stops.
     pub(crate) fn descend(&mut self) -> bool {
-        if self.depth >= HARD_MAX_DEPTH {
+        if self.depth >= MAX_ENVELOPE_DEPTH {
             if !self
                 .violations
                 .iter()
@@ -89,7 +170,7 @@ impl<'l> Collector<'l> {
             {
                 self.violation(
                     ViolationCode::InputLimitExceeded,
-                    format!("the payload nests deeper than {HARD_MAX_DEPTH} levels"),
+                    format!("the payload nests deeper than {MAX_ENVELOPE_DEPTH} levels"),
                 );
             }
             return false;
@@ -101,10 +182,6 @@ impl<'l> Collector<'l> {
     /// Leave a level entered with [`Collector::descend`].
     pub(crate) fn ascend(&mut self) {
         self.depth = self.depth.saturating_sub(1);
-    }
-
-    pub(crate) fn has_violations(&self) -> bool {
-        !self.violations.is_empty()
     }
 
     /// The format recognised so far.
@@ -126,6 +203,7 @@ impl<'l> Collector<'l> {
         let changed = role.is_none() || role != self.last_role;
         if changed && (!self.calls.is_empty() || !self.results.is_empty()) {
             self.turn += 1;
+            self.last = Last::Nothing;
         }
         self.last_role = role;
     }
@@ -140,15 +218,58 @@ impl<'l> Collector<'l> {
         name: &str,
         args: ArgSource<'_>,
     ) {
+        if self.admit(format) {
+            let read = self.arguments(kind, args);
+            self.push(format, kind, id, name, read);
+        }
+    }
+
+    /// Record one call whose arguments are already read.
+    pub(crate) fn call_read(
+        &mut self,
+        format: Format,
+        kind: CallKind,
+        id: Option<&str>,
+        name: &str,
+        read: (Arguments, String),
+    ) {
+        if self.admit(format) {
+            self.push(format, kind, id, name, read);
+        }
+    }
+
+    /// Count a call about to be recorded; false when it is not kept (muted,
+    /// or past `max_calls`).
+    fn admit(&mut self, format: Format) -> bool {
         self.saw(format);
+        if self.muted > 0 {
+            return false;
+        }
+        self.seen += 1;
+        if self.last == Last::Result {
+            // A call after a result: the model was asked again.
+            self.turn += 1;
+        }
+        self.last = Last::Call;
+        self.open = Open::Turn(self.turn);
         if self.calls.len() >= self.limits.max_calls {
             if !self.over_call_limit {
                 self.over_call_limit = true;
                 self.violations.push(too_many_calls(self.limits));
             }
-            return;
+            return false;
         }
-        let (arguments, raw_arguments) = self.arguments(kind, args);
+        true
+    }
+
+    fn push(
+        &mut self,
+        format: Format,
+        kind: CallKind,
+        id: Option<&str>,
+        name: &str,
+        (arguments, raw_arguments): (Arguments, String),
+    ) {
         self.calls.push(ToolCall {
             index: self.calls.len(),
             id: id.map(str::to_owned),
@@ -161,7 +282,8 @@ impl<'l> Collector<'l> {
         });
     }
 
-    fn arguments(&self, kind: CallKind, args: ArgSource<'_>) -> (Arguments, String) {
+    /// Read arguments as a call would.
+    pub(crate) fn arguments(&self, kind: CallKind, args: ArgSource<'_>) -> (Arguments, String) {
         match args {
             ArgSource::Absent => (Arguments::Object(serde_json::Map::new()), String::new()),
             ArgSource::Freeform(text) if kind == CallKind::Custom => (
@@ -214,6 +336,12 @@ impl<'l> Collector<'l> {
         is_error: bool,
     ) {
         self.saw(format);
+        self.last = Last::Result;
+        let answers = match self.open {
+            Open::Start => Answers::Earlier,
+            Open::Turn(turn) => Answers::Turn(turn),
+            Open::Closed => Answers::Nothing,
+        };
         self.results.push(ToolResult {
             index: self.results.len(),
             call_id: call_id.map(str::to_owned),
@@ -222,7 +350,153 @@ impl<'l> Collector<'l> {
             is_error,
             format,
             turn: self.turn,
+            answers,
         });
+    }
+
+    /// One object's readings, from `mark`, came from several positions
+    /// (`bounds`: where each position's readings start, in order). A call
+    /// (or result) that a later position repeats under the same id is one
+    /// call read twice: the repeat is dropped when the readings agree; when
+    /// they differ the payload is refused, since an executor may read either.
+    /// A repeated result is dropped likewise.
+    pub(crate) fn merge(&mut self, mark: Mark, bounds: &[Mark]) {
+        if bounds.len() < 2 {
+            return;
+        }
+        let (drop_calls, turns) = self.repeated_calls(mark, bounds);
+        let drop_results = self.repeated_results(mark, bounds);
+        if drop_calls.is_empty() && drop_results.is_empty() {
+            return;
+        }
+        self.drop_repeats(mark, &drop_calls, &drop_results, turns);
+    }
+
+    /// The calls of later positions that repeat an earlier one (dropped),
+    /// and the turns they were in, with the turn each repeats.
+    fn repeated_calls(&mut self, mark: Mark, bounds: &[Mark]) -> (Vec<usize>, Vec<(usize, usize)>) {
+        let mut drop_calls = Vec::new();
+        let mut matched = Vec::new();
+        let mut turns: Vec<(usize, usize)> = Vec::new();
+        for (at, bound) in bounds.iter().enumerate().skip(1) {
+            let end = bounds.get(at + 1).map_or(self.calls.len(), |b| b.calls);
+            for later in bound.calls..end {
+                let Some(id) = self.calls[later].id.as_deref().filter(|id| !id.is_empty()) else {
+                    continue;
+                };
+                let same_id: Vec<usize> = (mark.calls..bound.calls)
+                    .filter(|&e| {
+                        !matched.contains(&e)
+                            && !drop_calls.contains(&e)
+                            && self.calls[e].id.as_deref() == Some(id)
+                    })
+                    .collect();
+                let Some(&first) = same_id.first() else {
+                    continue;
+                };
+                let agreeing = same_id.iter().copied().find(|&e| {
+                    let (a, b) = (&self.calls[e], &self.calls[later]);
+                    a.name == b.name && a.arguments == b.arguments
+                });
+                match agreeing {
+                    Some(earlier) => {
+                        matched.push(earlier);
+                        turns.push((self.calls[later].turn, self.calls[earlier].turn));
+                    }
+                    None if self.calls[first].name == self.calls[later].name => {
+                        matched.push(first);
+                        let message = format!(
+                            "call id '{id}' is given two different arguments in one payload"
+                        );
+                        self.calls[first].arguments = Arguments::Invalid(ArgumentError {
+                            code: ViolationCode::MalformedArguments,
+                            reason: ArgumentErrorReason::Conflicting,
+                            message,
+                        });
+                        turns.push((self.calls[later].turn, self.calls[first].turn));
+                    }
+                    None => {
+                        self.violation(
+                            ViolationCode::MalformedPayload,
+                            format!("call id '{id}' names two different tools in one payload"),
+                        );
+                        continue;
+                    }
+                }
+                drop_calls.push(later);
+            }
+        }
+        (drop_calls, turns)
+    }
+
+    /// The results of later positions that repeat an earlier one.
+    fn repeated_results(&mut self, mark: Mark, bounds: &[Mark]) -> Vec<usize> {
+        let mut drop_results = Vec::new();
+        for (at, bound) in bounds.iter().enumerate().skip(1) {
+            let end = bounds.get(at + 1).map_or(self.results.len(), |b| b.results);
+            for later in bound.results..end {
+                let Some(id) = self.results[later].call_id.as_deref() else {
+                    continue;
+                };
+                let earlier = (mark.results..bound.results).find(|&e| {
+                    !drop_results.contains(&e) && self.results[e].call_id.as_deref() == Some(id)
+                });
+                let Some(earlier) = earlier else { continue };
+                // The same result written two ways (a Vercel step's
+                // `output: "..."` and its model message's `{type: text}`):
+                // content goes to the model, never to an executor.
+                let (a, b) = (&self.results[earlier], &self.results[later]);
+                if a.name.is_some() && b.name.is_some() && a.name != b.name {
+                    self.violation(
+                        ViolationCode::MalformedPayload,
+                        format!("the results for call id '{id}' name two different tools"),
+                    );
+                }
+                drop_results.push(later);
+            }
+        }
+        drop_results
+    }
+
+    fn drop_repeats(
+        &mut self,
+        mark: Mark,
+        drop_calls: &[usize],
+        drop_results: &[usize],
+        mut turns: Vec<(usize, usize)>,
+    ) {
+        let mut at = 0;
+        self.calls.retain(|_| {
+            at += 1;
+            !drop_calls.contains(&(at - 1))
+        });
+        for (index, call) in self.calls.iter_mut().enumerate().skip(mark.calls) {
+            call.index = index;
+        }
+        let mut at = 0;
+        self.results.retain(|_| {
+            at += 1;
+            !drop_results.contains(&(at - 1))
+        });
+        for (index, result) in self.results.iter_mut().enumerate().skip(mark.results) {
+            result.index = index;
+        }
+        // A turn whose calls were all repeats is the turn they repeat.
+        turns.retain(|(dropped, _)| !self.calls.iter().any(|c| c.turn == *dropped));
+        let remap = |turn: usize| {
+            turns
+                .iter()
+                .find(|(dropped, _)| *dropped == turn)
+                .map_or(turn, |(_, kept)| *kept)
+        };
+        for result in &mut self.results[mark.results..] {
+            if let Answers::Turn(turn) = result.answers {
+                result.answers = Answers::Turn(remap(turn));
+            }
+        }
+        if let Open::Turn(turn) = self.open {
+            self.open = Open::Turn(remap(turn));
+        }
     }
 
     /// Record a violation of the payload as a whole.
@@ -246,6 +520,12 @@ impl<'l> Collector<'l> {
             results: self.results,
             tools: self.tools,
             violations: self.violations,
+            pending: match self.open {
+                Open::Turn(turn) => Some(turn),
+                Open::Start | Open::Closed => None,
+            },
+            continues: self.continues,
+            calls_seen: self.seen,
         }
     }
 }

@@ -1,24 +1,25 @@
-//! One JSON document: find its shape and hand each part to its format's
-//! reader.
+//! One JSON document: every object checked against the whole position
+//! table ([`positions`]), nothing guessed.
 //!
-//! Every object is read once into [`Obj`], a borrowed struct of the keys any
-//! format uses; the rest of the document is skipped, never built into a
-//! tree. The first shape that matches wins, so one object is never read as
-//! two formats (a Vercel result holds the same calls in `response.messages`,
-//! `steps` and `content`: only the first is read).
+//! An object is read for what it is itself (a call by its `type`, its own
+//! name and arguments keys, or a single-call key such as `function`; a
+//! result; a message with a role) and then for every container key it
+//! holds, in the table's order. Calls read from two places in one object
+//! are one call only when they carry the same id and agree; readings that
+//! disagree refuse the payload (see [`Collector::merge`]).
 
 use std::borrow::Cow;
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::detect::collect::Collector;
-use crate::detect::{
-    anthropic, bedrock, gemini, generic, mcp, openai_chat, openai_responses, vercel,
+use crate::detect::collect::{ArgSource, Collector};
+use crate::detect::mcp;
+use crate::detect::node::{id_text, is_null, parse, text, Node, Obj, Result};
+use crate::detect::positions::{
+    self, Container, Field, Holds, Single, Tag, ARGUMENT_KEYS, CONTAINERS, CONTENT_KEYS, SINGLE,
 };
-use crate::model::Format;
+use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format};
 use crate::verdict::ViolationCode;
 
 /// Why a body is not one JSON document.
@@ -29,496 +30,756 @@ pub(crate) enum NotOne {
     Invalid(serde_json::Error),
 }
 
-/// The keys of an object that any reader looks at. Fields are borrowed:
-/// nested values stay raw text until a reader asks for them.
-#[derive(Debug, Default, Deserialize)]
-#[allow(non_snake_case)] // the wire's own spellings
-pub(crate) struct Obj<'a> {
-    #[serde(borrow, rename = "type")]
-    pub(crate) kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) role: Option<Cow<'a, str>>,
-    // OpenAI Chat
-    #[serde(borrow, default)]
-    pub(crate) choices: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) tool_calls: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) function: Option<Maybe<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) function_call: Option<Maybe<'a>>,
-    #[serde(borrow)]
-    pub(crate) tool_call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) content: Option<&'a RawValue>,
-    // conversations
-    #[serde(borrow, default)]
-    pub(crate) messages: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) message: Option<Maybe<'a>>,
-    // OpenAI Responses, spans, generic
-    #[serde(borrow)]
-    pub(crate) output: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) input: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) arguments: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) params: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) parameters: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) args: Option<&'a RawValue>,
-    // Gemini
-    #[serde(borrow, default)]
-    pub(crate) candidates: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) contents: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) parts: Option<Objects<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) functionCall: Option<Maybe<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) functionResponse: Option<Maybe<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) function_response: Option<Maybe<'a>>,
-    // Anthropic (a lone block)
-    #[serde(borrow)]
-    pub(crate) tool_use_id: Option<Cow<'a, str>>,
-    // Bedrock
-    #[serde(borrow, default)]
-    pub(crate) toolUse: Option<Maybe<'a>>,
-    #[serde(borrow, default)]
-    pub(crate) toolResult: Option<Maybe<'a>>,
-    // Vercel AI SDK
-    #[serde(borrow)]
-    pub(crate) toolName: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub(crate) toolCalls: Option<Objects<'a>>,
-    #[serde(borrow)]
-    pub(crate) response: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub(crate) steps: Option<Objects<'a>>,
-    // MCP / JSON-RPC
-    #[serde(borrow)]
-    pub(crate) jsonrpc: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) method: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) tools: Option<&'a RawValue>,
-    /// Marks a request (beside `tools`).
-    #[serde(borrow)]
-    pub(crate) model: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) inputSchema: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) input_schema: Option<&'a RawValue>,
-    // results and their status
-    #[serde(borrow)]
-    pub(crate) toolCallId: Option<Cow<'a, str>>,
-    pub(crate) is_error: Option<bool>,
-    pub(crate) isError: Option<bool>,
-    #[serde(borrow)]
-    pub(crate) status: Option<Cow<'a, str>>,
-    // custom and hosted calls
-    #[serde(borrow, default)]
-    pub(crate) custom: Option<Maybe<'a>>,
-    #[serde(borrow)]
-    pub(crate) action: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub(crate) delta: Option<Maybe<'a>>,
-    #[serde(borrow)]
-    pub(crate) toolUseId: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) partialArgs: Option<&'a RawValue>,
-    pub(crate) willContinue: Option<bool>,
-}
-
-/// The objects of an array, read in the same pass as their parent. Elements
-/// that are not objects are skipped; a value that is not an array is empty.
-#[derive(Debug, Default)]
-#[allow(clippy::vec_box)] // an `Obj` is about 1 KB: boxed, growing the list moves pointers
-pub(crate) struct Objects<'a>(pub(crate) Vec<Box<Obj<'a>>>);
-
-/// An object read in the same pass as its parent; `None` when the value is
-/// not an object.
-#[derive(Debug, Default)]
-pub(crate) struct Maybe<'a>(pub(crate) Option<Box<Obj<'a>>>);
-
-impl<'a> Objects<'a> {
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Obj<'a>> {
-        self.0.iter().map(|o| &**o)
-    }
-}
-
-impl<'a> Maybe<'a> {
-    pub(crate) fn get(&self) -> Option<&Obj<'a>> {
-        self.0.as_deref()
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Maybe<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        Ok(match Root::deserialize(de)? {
-            Root::Object(obj) => Maybe(Some(obj)),
-            Root::Array(..) | Root::Scalar => Maybe(None),
-        })
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Objects<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        Ok(match Root::deserialize(de)? {
-            Root::Array(list, _) => list,
-            Root::Object(_) | Root::Scalar => Objects(Vec::new()),
-        })
-    }
-}
-
 /// Read one whole document into `out`.
 pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     let mut de = serde_json::Deserializer::from_str(body);
-    let root = Root::deserialize(&mut de).map_err(NotOne::Invalid)?;
+    let root = Node::deserialize(&mut de).map_err(NotOne::Invalid)?;
     if de.end().is_err() {
         return Err(NotOne::Sequence);
     }
-    let read = match &root {
-        Root::Object(o) => object(o, out),
-        Root::Array(list, empty) => {
-            if *empty {
-                // An empty list is an empty conversation: recognised.
-                out.saw(Format::Generic);
-            }
-            list.iter().try_for_each(|o| object(o, out))
-        }
-        Root::Scalar => Ok(()),
-    };
-    if let Err(err) = read {
+    if let Err(err) = root_node(&root, out) {
         out.violation(
             super::code_of(&err),
             super::json_error_message("the payload", &err),
         );
-    } else if out.format().is_none() && !out.has_violations() {
-        out.violation(ViolationCode::MalformedPayload, super::UNRECOGNISED);
     }
     Ok(())
 }
 
-/// Any value, read in one pass: an object, a list of the objects of an
-/// array (and whether the array is empty), or anything else, which holds
-/// no call. [`Maybe`] and [`Objects`] are read through it.
-enum Root<'a> {
-    Object(Box<Obj<'a>>),
-    Array(Objects<'a>, bool),
-    Scalar,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Root<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_any(RootVisitor(std::marker::PhantomData))
-    }
-}
-
-struct RootVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'de: 'a, 'a> Visitor<'de> for RootVisitor<'a> {
-    type Value = Root<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object or array")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Root<'a>, A::Error> {
-        Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Root::Object(Box::new(o)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Root<'a>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
-        let mut empty = true;
-        while let Some(Maybe(item)) = seq.next_element::<Maybe<'a>>()? {
-            empty = false;
-            items.extend(item);
-        }
-        Ok(Root::Array(Objects(items), empty))
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-    fn visit_unit<E>(self) -> Result<Root<'a>, E> {
-        Ok(Root::Scalar)
-    }
-}
-
-pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
-
-/// Parse a raw value into a typed, borrowed view.
-pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T> {
-    serde_json::from_str(raw.get())
-}
-
-pub(crate) fn is_array(raw: &RawValue) -> bool {
-    raw.get().starts_with('[')
-}
-
-pub(crate) fn is_object(raw: &RawValue) -> bool {
-    raw.get().starts_with('{')
-}
-
-/// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
-pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let raw = raw?;
-    let text = raw.get();
-    match text.as_bytes().first()? {
-        b'"' => serde_json::from_str::<Cow<'_, str>>(text).ok(),
-        b'-' | b'0'..=b'9' => Some(Cow::Borrowed(text)),
-        _ => None,
-    }
-}
-
-/// Read any value: an object by its shape, an array element by element.
+/// Read one whole document given as raw JSON (a payload inside a stream).
 pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
-    if is_array(raw) {
-        let list: Objects<'_> = parse(raw)?;
-        for o in list.iter() {
-            object(o, out)?;
-        }
-        // An empty list is an empty conversation: recognised, no calls.
-        if raw.get()[1..].trim_start().starts_with(']') {
+    let root: Node<'_> = parse(raw)?;
+    root_node(&root, out)
+}
+
+fn root_node(root: &Node<'_>, out: &mut Collector<'_>) -> Result<()> {
+    match root {
+        Node::Object(o) => object(o, Slot::Root, out),
+        Node::List(items) => {
             out.saw(Format::Generic);
+            for item in items {
+                if let Node::Object(o) = item {
+                    object(o, Slot::Root, out)?;
+                }
+            }
+            Ok(())
         }
-        Ok(())
-    } else if is_object(raw) {
-        object(&parse(raw)?, out)
-    } else {
-        Ok(())
+        Node::Text | Node::Null | Node::Scalar => Ok(()),
     }
 }
 
-/// Read one object by its shape. The order of the checks is the priority.
-pub(crate) fn object(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
+/// Where an object sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The document itself, or an element of a top-level array: seed 001's
+    /// `{"name": "search"}` is a call here, with no arguments key.
+    Root,
+    /// An element of a call list (`tool_calls`, `toolCalls`, ...): it is a
+    /// call, whatever else it holds.
+    Call,
+    /// An element of `invalid_tool_calls`: a call the provider could not
+    /// parse.
+    InvalidCall,
+    /// Anywhere else.
+    Inner,
+}
+
+/// Read one object against the whole table.
+pub(crate) fn object(o: &Obj<'_>, slot: Slot, out: &mut Collector<'_>) -> Result<()> {
     if !out.descend() {
         return Ok(());
     }
-    let read = shape(o, out);
+    let tag = o.kind.as_deref().and_then(positions::tag);
+    let role = role(o, tag);
+    let mark = out.mark();
+    let muted = matches!(role, Some("user" | "system" | "developer"));
+    if let Some(role) = role {
+        out.next_turn(Some(role));
+        out.saw(Format::Generic);
+    }
+    if muted {
+        // Calls on a user or system message are not calls.
+        out.mute();
+    }
+    let read = walk(o, slot, tag, role, out);
+    if tag.is_some() || (slot == Slot::Root && o.error.is_some()) {
+        // A known shape, even without a call (a text block, an error).
+        out.saw(Format::Generic);
+    }
+    if muted {
+        out.unmute();
+    }
+    if role.is_some() && !out.recorded_since(mark) {
+        out.moved_on();
+    }
     out.ascend();
     read
 }
 
-fn shape(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
-    let kind = o.kind.as_deref();
-    if let Some(tools) = o.tools.filter(|t| is_array(t)) {
-        if o.messages.is_some() || o.input.is_some() || o.contents.is_some() || o.model.is_some() {
-            // A request: the tools the application declares for the model.
-            out.declare_tools(tools);
-        }
+/// The role of a message: its `role`, or what its `type` says (LangChain's
+/// `ai`, `human`, ...). Calls and results tagged by type are not messages.
+fn role<'o>(o: &'o Obj<'_>, tag: Option<Tag>) -> Option<&'o str> {
+    match tag {
+        Some(Tag::Message(Some(role))) => Some(role),
+        Some(Tag::Message(None)) => Some(o.role.as_deref().unwrap_or("other")),
+        Some(
+            Tag::Call(..)
+            | Tag::Hosted(_)
+            | Tag::Invalid
+            | Tag::UiTool
+            | Tag::Result(_)
+            | Tag::Plain,
+        ) => None,
+        None => o.role.as_deref(),
     }
-    if o.jsonrpc.is_some() || o.method.is_some() {
-        return mcp::message(o, out);
-    }
-    // A logged exchange holds the request and the response side by side:
-    // the request's turns come first, then the response's.
-    if let Some(choices) = &o.choices {
-        if let Some(messages) = &o.messages {
-            conversation(messages, out)?;
-        }
-        return openai_chat::choices(choices, out);
-    }
-    if let Some(candidates) = &o.candidates {
-        if let Some(contents) = &o.contents {
-            gemini::contents(contents, out)?;
-        }
-        return gemini::candidates(candidates, out);
-    }
-    if let Some(contents) = &o.contents {
-        return gemini::contents(contents, out);
-    }
-    if o.role.is_some() || kind == Some("message") {
-        return message(o, out);
-    }
-    if let Some(messages) = &o.messages {
-        return conversation(messages, out);
-    }
-    if let Some(output) = o.output {
-        if is_array(output) {
-            if let Some(input) = o.input.filter(|i| is_array(i)) {
-                openai_responses::items(input, out, Format::OpenAiResponses)?;
-            }
-            return openai_responses::items(output, out, Format::OpenAiResponses);
-        }
-        if o.name.is_none() && o.toolName.is_none() && o.call_id.is_none() {
-            if let Some(input) = o.input.filter(|i| is_object(i) || is_array(i)) {
-                // A trace span: the request, then the response.
-                value(input, out)?;
-            }
-            return value(output, out);
-        }
-    }
-    if let Some(input) = o.input.filter(|i| is_array(i)) {
-        if o.name.is_none() && o.toolName.is_none() {
-            return openai_responses::items(input, out, Format::OpenAiResponses);
-        }
-    }
-    if let Some(message) = o.message.as_ref().and_then(Maybe::get) {
-        // Bedrock Converse `output.message`, or any `{message: {...}}`.
-        return object(message, out);
-    }
-    if let Some(response) = o.response.filter(|r| is_object(r)) {
-        // A Vercel result keeps the whole trajectory in `response.messages`
-        // and only the last step in `content`, `steps`, `toolCalls`.
-        let r: Obj<'_> = parse(response)?;
-        let own = o.steps.is_some() || o.content.is_some() || o.toolCalls.is_some();
-        if r.messages.is_some() || !own {
-            return object(&r, out);
-        }
-    }
-    if let Some(steps) = &o.steps {
-        return vercel::steps(steps, out);
-    }
-    if let Some(kind) = kind {
-        if openai_responses::is_item_type(kind) {
-            return openai_responses::item(o, out, Format::OpenAiResponses);
-        }
-    }
-    if o.kind.is_some() && block(o, out)? {
-        return Ok(());
-    }
-    if let Some(content) = o.content.filter(|c| is_array(c)) {
-        // A role-less list of content blocks (a Vercel result's `content`):
-        // the model's output.
-        out.next_turn(Some("assistant"));
-        return blocks(content, out, Format::Anthropic);
-    }
-    if let Some(calls) = &o.toolCalls {
-        out.next_turn(Some("assistant"));
-        vercel::tool_calls(calls, out);
-        return Ok(());
-    }
-    if let Some(calls) = &o.tool_calls {
-        return generic::tool_calls(calls, out, Format::Generic);
-    }
-    if o.toolUse.is_some() || o.toolResult.is_some() {
-        bedrock::block(o, out);
-        return Ok(());
-    }
-    if o.functionCall.is_some() || o.functionResponse.is_some() || o.function_response.is_some() {
-        gemini::part(o, out);
-        return Ok(());
-    }
-    if let Some(function) = get(&o.function).or_else(|| get(&o.function_call)) {
-        generic::function(o.id, function, out);
-        return Ok(());
-    }
-    if o.inputSchema.is_some() || o.input_schema.is_some() || o.tools.is_some_and(is_array) {
-        // Tool declarations (an MCP `tools/list` result, a tool): no calls.
-        out.saw(Format::Mcp);
-        return Ok(());
-    }
-    generic::call(o, out);
-    Ok(())
 }
 
-/// The object of an optional [`Maybe`] field.
-#[allow(clippy::ref_option)] // read as `get(&o.function)` at every call site
-pub(crate) fn get<'o, 'a>(field: &'o Option<Maybe<'a>>) -> Option<&'o Obj<'a>> {
-    field.as_ref().and_then(Maybe::get)
+/// What an object's own reading consumed: those keys are never read as
+/// containers.
+#[derive(Debug, Default, Clone, Copy)]
+struct Own {
+    /// It is a call: its argument keys are arguments.
+    arguments: bool,
+    /// It is a result: its content keys (and argument keys) are content.
+    content: bool,
 }
 
-/// A list of messages of any format: every turn in order.
-pub(crate) fn conversation(messages: &Objects<'_>, out: &mut Collector<'_>) -> Result<()> {
-    out.saw(Format::Generic);
-    for m in messages.iter() {
-        message(m, out)?;
+impl Own {
+    fn consumes(self, key: &str) -> bool {
+        ((self.arguments || self.content) && ARGUMENT_KEYS.contains(&key))
+            || (self.content && CONTENT_KEYS.contains(&key))
     }
-    Ok(())
 }
 
-/// One message of any format: its calls and results are in `tool_calls`,
-/// `content` or `parts`.
-pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
-    let role = o.role.as_deref();
-    out.next_turn(role);
-    if role == Some("tool") || role == Some("function") {
-        match o.content {
-            // A Vercel `role: tool` message holds `tool-result` parts.
-            Some(content) if o.tool_call_id.is_none() && is_array(content) => {
-                blocks(content, out, Format::VercelAi)?;
-            }
-            _ => openai_chat::result(o, out),
+fn walk(
+    o: &Obj<'_>,
+    slot: Slot,
+    tag: Option<Tag>,
+    role: Option<&str>,
+    out: &mut Collector<'_>,
+) -> Result<()> {
+    request(o, out);
+    let mut bounds = [out.mark(); CONTAINERS.len() + 1];
+    let mut n = 1;
+    let own = if o.jsonrpc.is_some() || o.method.is_some() {
+        mcp::message(o, out)?;
+        Own {
+            arguments: true,
+            content: true,
         }
-        return Ok(());
-    }
-    if let Some(calls) = &o.tool_calls {
-        generic::tool_calls(calls, out, Format::OpenAiChat)?;
-    }
-    if let Some(function) = get(&o.function_call) {
-        generic::function(None, function, out);
-    }
-    if let Some(content) = o.content.filter(|c| is_array(c)) {
-        blocks(content, out, Format::Anthropic)?;
-    }
-    if let Some(parts) = &o.parts {
-        gemini::parts(parts, out);
-    }
-    out.saw(Format::OpenAiChat);
-    Ok(())
-}
-
-/// A list of content blocks: Anthropic, Bedrock, Vercel, Gemini parts.
-pub(crate) fn blocks(content: &RawValue, out: &mut Collector<'_>, saw: Format) -> Result<()> {
-    out.saw(saw);
-    let blocks: Objects<'_> = parse(content)?;
-    for b in blocks.iter() {
-        if !block(b, out)? {
-            if b.toolUse.is_some() || b.toolResult.is_some() {
-                bedrock::block(b, out);
-            } else if b.functionCall.is_some()
-                || b.function_call.is_some()
-                || b.functionResponse.is_some()
-                || b.function_response.is_some()
-            {
-                gemini::part(b, out);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One typed block (`type: tool_use`, `tool-call`, `function_call`, ...).
-/// Returns false when the type is not a call or result type.
-pub(crate) fn block(b: &Obj<'_>, out: &mut Collector<'_>) -> Result<bool> {
-    let Some(kind) = b.kind.as_deref() else {
-        return Ok(false);
+    } else {
+        own(o, slot, tag, role, out)
     };
-    match kind {
-        "tool_use" | "server_tool_use" | "mcp_tool_use" | "tool_result" => {
-            anthropic::block(b, kind, out);
+    let wraps_data =
+        matches!(tag, Some(Tag::Message(_))) || o.object.is_some_and(|v| v.get() == "\"list\"");
+    for container in CONTAINERS {
+        if own.consumes(container.key) || (container.key == "data" && !wraps_data) {
+            continue;
         }
-        "tool-call" | "tool-result" => vercel::part(b, kind, out),
-        _ if openai_responses::is_item_type(kind) => {
-            openai_responses::item(b, out, Format::OpenAiResponses)?;
-        }
-        _ => return Ok(false),
+        let Some(field) = (container.get)(o) else {
+            continue;
+        };
+        bounds[n] = out.mark();
+        n += 1;
+        read_container(container, field, out)?;
     }
-    Ok(true)
+    out.merge(bounds[0], &bounds[..n]);
+    Ok(())
+}
+
+/// A request: the tools it declares, and whether it continues a
+/// conversation the provider keeps.
+fn request(o: &Obj<'_>, out: &mut Collector<'_>) {
+    let is_request = o.messages.is_some()
+        || o.input.is_some()
+        || o.contents.is_some()
+        || o.model.is_some()
+        || o.system.is_some();
+    if !is_request {
+        return;
+    }
+    if let Some(tools) = o.tools.filter(|t| t.get().starts_with('[')) {
+        out.declare_tools(tools);
+    }
+    let present = |raw: Option<&RawValue>| raw.is_some_and(|r| !is_null(r));
+    if present(o.previous_response_id) || present(o.conversation) {
+        out.continues();
+    }
+}
+
+fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) -> Result<()> {
+    let parsed;
+    let node = match field {
+        Field::Node(node) => node,
+        Field::Raw(raw) => {
+            parsed = parse::<Node<'_>>(raw)?;
+            &parsed
+        }
+    };
+    match (c.holds, node) {
+        (_, Node::Null)
+        | (Holds::List | Holds::Object | Holds::ListOrObject, Node::Text | Node::Scalar) => {}
+        (Holds::List | Holds::ListOrObject, Node::List(items)) => {
+            out.saw(c.format);
+            for item in items {
+                if let Node::Object(o) = item {
+                    if c.key == "steps" {
+                        // Each step of a multi-step result is a turn.
+                        out.next_turn(None);
+                    }
+                    object(o, Slot::Inner, out)?;
+                }
+            }
+        }
+        (Holds::Object | Holds::ListOrObject, Node::Object(o)) => {
+            out.saw(c.format);
+            object(o, Slot::Inner, out)?;
+        }
+        (Holds::Calls | Holds::InvalidCalls, Node::List(items)) => {
+            out.saw(c.format);
+            let slot = if c.holds == Holds::Calls {
+                Slot::Call
+            } else {
+                Slot::InvalidCall
+            };
+            for item in items {
+                match item {
+                    Node::Object(o) => object(o, slot, out)?,
+                    other => out.violation(
+                        ViolationCode::MalformedPayload,
+                        format!(
+                            "an element of `{}` is {}, not a tool call",
+                            c.key,
+                            other.kind()
+                        ),
+                    ),
+                }
+            }
+        }
+        (holds, other) => out.violation(
+            ViolationCode::MalformedPayload,
+            format!(
+                "`{}` is {}, where {} is expected",
+                c.key,
+                other.kind(),
+                match holds {
+                    Holds::Object => "an object",
+                    Holds::List | Holds::Calls | Holds::InvalidCalls => "an array",
+                    Holds::ListOrObject => "an array or an object",
+                }
+            ),
+        ),
+    }
+    Ok(())
+}
+
+/// One reading of a call: where it came from and what it says.
+struct Reading<'o> {
+    /// The key (or keys) it was read from, for messages.
+    from: &'static str,
+    format: Format,
+    kind: CallKind,
+    id: Option<Cow<'o, str>>,
+    name: Cow<'o, str>,
+    args: ArgSource<'o>,
+}
+
+/// What the object is itself: a call, a result, or neither.
+fn own<'o>(
+    o: &'o Obj<'_>,
+    slot: Slot,
+    tag: Option<Tag>,
+    role: Option<&str>,
+    out: &mut Collector<'_>,
+) -> Own {
+    let mut own = Own::default();
+    let mut readings: Vec<Reading<'o>> = Vec::new();
+    match tag {
+        Some(Tag::Call(format, kind)) => {
+            own.arguments = true;
+            let id = match format {
+                Format::OpenAiResponses => o.call_id.clone().or_else(|| id_text(o.id)),
+                Format::VercelAi => o.toolCallId.clone(),
+                _ => id_text(o.id),
+            };
+            named(o, "type", format, kind, id.as_ref(), &mut readings);
+        }
+        Some(Tag::Invalid) => {
+            own.arguments = true;
+            invalid(o, out);
+        }
+        Some(Tag::Hosted(name)) => {
+            own.arguments = true;
+            let id = o.call_id.clone().or_else(|| id_text(o.id));
+            readings.push(Reading {
+                from: "type",
+                format: Format::OpenAiResponses,
+                kind: CallKind::Hosted,
+                id,
+                name: Cow::Borrowed(name),
+                args: o.action.map_or(ArgSource::Absent, ArgSource::Inline),
+            });
+        }
+        Some(Tag::UiTool) => {
+            own.arguments = true;
+            own.content = true;
+            ui_tool(o, &mut readings, out);
+        }
+        Some(Tag::Result(format)) => {
+            own.content = true;
+            tagged_result(o, format, out);
+        }
+        Some(Tag::Message(_) | Tag::Plain) | None => {}
+    }
+    if slot == Slot::InvalidCall {
+        if tag != Some(Tag::Invalid) {
+            own.arguments = true;
+            invalid(o, out);
+        }
+        return own;
+    }
+    if matches!(role, Some("tool" | "function")) {
+        // An OpenAI `role: tool` message, LangChain's ToolMessage, a legacy
+        // `role: function` result. A Vercel tool message without an id is
+        // only a list of `tool-result` parts, read as blocks.
+        let parts_only = o.tool_call_id.is_none()
+            && o.name.is_none()
+            && o.content.is_some_and(|c| c.get().starts_with('['));
+        if !parts_only {
+            own.content = true;
+            out.result(
+                Format::OpenAiChat,
+                o.tool_call_id.as_deref(),
+                o.name.as_deref(),
+                o.content,
+                o.status.as_deref() == Some("error"),
+            );
+        }
+    } else if generic_applies(o, slot, tag, role) {
+        own.arguments = true;
+        let id = o
+            .toolCallId
+            .clone()
+            .or_else(|| o.call_id.clone())
+            .or_else(|| id_text(o.id));
+        let format = if o.toolCallId.is_some() {
+            Format::VercelAi
+        } else {
+            Format::Generic
+        };
+        named(
+            o,
+            "name",
+            format,
+            CallKind::Function,
+            id.as_ref(),
+            &mut readings,
+        );
+    }
+    for (key, single, get) in SINGLE {
+        let Some(node) = get(o) else { continue };
+        if *key == "function_call" && o.messages.is_some() {
+            // A request's legacy `function_call` forces a function: it is
+            // not a call.
+            continue;
+        }
+        match node {
+            Node::Object(inner) => one(o, inner, key, *single, &mut readings, out),
+            Node::Null => {}
+            other => out.violation(
+                ViolationCode::MalformedPayload,
+                format!("`{key}` is {}, where an object is expected", other.kind()),
+            ),
+        }
+    }
+    record(readings, slot, o, out);
+    own
+}
+
+/// Whether an object is a call by its own keys: a name (`name`,
+/// `toolName`) and an arguments key, or a name alone where a call sits.
+fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>) -> bool {
+    let untyped = matches!(tag, None | Some(Tag::Message(_)));
+    let named = o.name.is_some() || o.toolName.is_some();
+    if !untyped || !named || o.inputSchema.is_some() || o.input_schema.is_some() {
+        return false;
+    }
+    let has_arguments = o.arguments.is_some()
+        || o.params.is_some()
+        || o.parameters.is_some()
+        || o.args.is_some()
+        || o.input.is_some();
+    has_arguments || (matches!(slot, Slot::Root | Slot::Call) && role.is_none() && tag.is_none())
+}
+
+/// The readings of a call named by `name` / `toolName`, one per argument
+/// key present (they must agree), or one with no arguments.
+fn named<'o>(
+    o: &'o Obj<'_>,
+    from: &'static str,
+    format: Format,
+    kind: CallKind,
+    id: Option<&Cow<'o, str>>,
+    readings: &mut Vec<Reading<'o>>,
+) {
+    let mut names: Vec<Cow<'o, str>> = Vec::with_capacity(1);
+    names.extend(o.name.clone());
+    names.extend(o.toolName.clone());
+    if names.is_empty() {
+        names.push(Cow::Borrowed(""));
+    }
+    let incomplete = matches!(o.state.as_deref(), Some("input-streaming" | "partial-call"));
+    for name in names {
+        let before = readings.len();
+        for (key, raw) in argument_keys(o) {
+            let args = if incomplete {
+                ArgSource::Invalid(incomplete_error(), raw.get().to_owned())
+            } else if kind == CallKind::Custom && raw.get().starts_with('"') {
+                text(Some(raw)).map_or(ArgSource::Inline(raw), ArgSource::Freeform)
+            } else {
+                ArgSource::Inline(raw)
+            };
+            readings.push(Reading {
+                from: key,
+                format,
+                kind,
+                id: id.cloned(),
+                name: name.clone(),
+                args,
+            });
+        }
+        if readings.len() == before {
+            readings.push(Reading {
+                from,
+                format,
+                kind,
+                id: id.cloned(),
+                name,
+                args: if incomplete {
+                    ArgSource::Invalid(incomplete_error(), String::new())
+                } else {
+                    ArgSource::Absent
+                },
+            });
+        }
+    }
+}
+
+fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, &'a RawValue)> {
+    [
+        ("arguments", o.arguments),
+        ("params", o.params),
+        ("parameters", o.parameters),
+        ("args", o.args),
+        ("input", o.input),
+    ]
+    .into_iter()
+    .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
+}
+
+fn incomplete_error() -> ArgumentError {
+    ArgumentError {
+        code: ViolationCode::MalformedArguments,
+        reason: ArgumentErrorReason::Incomplete,
+        message: "the call's input is still streaming: its arguments are not final".to_owned(),
+    }
+}
+
+/// A call the provider could not parse (LangChain `invalid_tool_calls`):
+/// refused, whatever its arguments hold.
+fn invalid(o: &Obj<'_>, out: &mut Collector<'_>) {
+    let raw = o
+        .args
+        .or(o.arguments)
+        .map(|r| text(Some(r)).map_or_else(|| r.get().to_owned(), Cow::into_owned));
+    let id = id_text(o.id);
+    out.call_read(
+        Format::Generic,
+        CallKind::Function,
+        id.as_deref(),
+        o.name.as_deref().unwrap_or_default(),
+        (
+            Arguments::Invalid(ArgumentError {
+                code: ViolationCode::MalformedArguments,
+                reason: ArgumentErrorReason::NotJson,
+                message: "the provider could not parse this tool call (invalid_tool_calls)"
+                    .to_owned(),
+            }),
+            raw.unwrap_or_default(),
+        ),
+    );
+}
+
+/// A Vercel AI SDK UI message tool part: `tool-<name>` (v5) or
+/// `dynamic-tool` with `toolName`; a call, and a result once its state
+/// says the tool ran.
+fn ui_tool<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collector<'_>) {
+    let kind = o.kind.as_deref().unwrap_or_default();
+    let typed_name = kind
+        .strip_prefix("tool-")
+        .filter(|_| kind != "dynamic-tool");
+    let id = o.toolCallId.clone();
+    let before = readings.len();
+    named(
+        o,
+        "type",
+        Format::VercelAi,
+        CallKind::Function,
+        id.as_ref(),
+        readings,
+    );
+    if let Some(name) = typed_name {
+        for reading in &mut readings[before..] {
+            if reading.name.is_empty() {
+                reading.name = Cow::Owned(name.to_owned());
+            } else if reading.name != name {
+                out.violation(
+                    ViolationCode::MalformedPayload,
+                    "a tool part's type and its toolName name different tools",
+                );
+            }
+        }
+    }
+    let name = typed_name
+        .map(str::to_owned)
+        .or_else(|| o.toolName.as_deref().map(str::to_owned));
+    let call_id = o.toolCallId.as_deref();
+    match o.state.as_deref() {
+        Some("output-available") => {
+            out.result(Format::VercelAi, call_id, name.as_deref(), o.output, false);
+        }
+        Some("output-error") => {
+            out.result(
+                Format::VercelAi,
+                call_id,
+                name.as_deref(),
+                o.errorText,
+                true,
+            );
+        }
+        Some("output-denied") => out.result_value(
+            Format::VercelAi,
+            call_id,
+            name.as_deref(),
+            Some(serde_json::json!({"type": "execution-denied"})),
+            true,
+        ),
+        _ => {}
+    }
+}
+
+/// A result tagged by its type.
+fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
+    let kind = o.kind.as_deref().unwrap_or_default();
+    match format {
+        Format::Anthropic => out.result(
+            format,
+            o.tool_use_id.as_deref(),
+            None,
+            o.content,
+            o.is_error.unwrap_or(false),
+        ),
+        Format::OpenAiResponses => out.result(format, o.call_id.as_deref(), None, o.output, false),
+        _ => {
+            let name = o.toolName.as_deref();
+            if kind == "tool-error" {
+                out.result(format, o.toolCallId.as_deref(), name, o.error, true);
+            } else {
+                out.result(
+                    format,
+                    o.toolCallId.as_deref(),
+                    name,
+                    o.output.or(o.result).or(o.content),
+                    o.isError.unwrap_or(false),
+                );
+            }
+        }
+    }
+}
+
+/// The call or result a single-call key holds.
+fn one<'o>(
+    outer: &'o Obj<'_>,
+    inner: &'o Obj<'_>,
+    key: &'static str,
+    single: Single,
+    readings: &mut Vec<Reading<'o>>,
+    out: &mut Collector<'_>,
+) {
+    match single {
+        Single::Function => {
+            let id = id_text(outer.id).or_else(|| id_text(inner.id));
+            named(
+                inner,
+                key,
+                Format::OpenAiChat,
+                CallKind::Function,
+                id.as_ref(),
+                readings,
+            );
+        }
+        Single::FunctionCall => {
+            let format = if inner.args.is_some() {
+                Format::Gemini
+            } else {
+                Format::OpenAiChat
+            };
+            named(
+                inner,
+                key,
+                format,
+                CallKind::Function,
+                id_text(inner.id).as_ref(),
+                readings,
+            );
+        }
+        Single::GeminiCall => {
+            if inner.partialArgs.is_some() || inner.willContinue.is_some() {
+                // Arguments streamed by JSON path belong to a stream; read
+                // here they would be a call with partial arguments.
+                out.violation(
+                    ViolationCode::MalformedPayload,
+                    "a Gemini functionCall with streamed partialArgs outside a stream",
+                );
+                return;
+            }
+            named(
+                inner,
+                key,
+                Format::Gemini,
+                CallKind::Function,
+                id_text(inner.id).as_ref(),
+                readings,
+            );
+        }
+        Single::ToolUse => {
+            let kind = match inner.kind.as_deref() {
+                Some("server_tool_use") => CallKind::Hosted,
+                _ => CallKind::Function,
+            };
+            let id = inner.toolUseId.clone();
+            named(inner, key, Format::Bedrock, kind, id.as_ref(), readings);
+        }
+        Single::Custom => {
+            let id = id_text(outer.id);
+            named(
+                inner,
+                key,
+                Format::OpenAiChat,
+                CallKind::Custom,
+                id.as_ref(),
+                readings,
+            );
+        }
+        Single::ToolInvocation => {
+            let id = inner.toolCallId.clone();
+            named(
+                inner,
+                key,
+                Format::VercelAi,
+                CallKind::Function,
+                id.as_ref(),
+                readings,
+            );
+            if inner.state.as_deref() == Some("result") {
+                out.result(
+                    Format::VercelAi,
+                    inner.toolCallId.as_deref(),
+                    inner.toolName.as_deref(),
+                    inner.result,
+                    false,
+                );
+            }
+        }
+        Single::GeminiResult | Single::ToolResult => single_result(inner, single, out),
+    }
+}
+
+/// The result a single-result key holds.
+fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
+    if single == Single::GeminiResult {
+        let id = id_text(inner.id);
+        out.result(
+            Format::Gemini,
+            id.as_deref(),
+            inner.name.as_deref(),
+            inner.response,
+            false,
+        );
+    } else {
+        out.result(
+            Format::Bedrock,
+            inner.toolUseId.as_deref(),
+            None,
+            inner.content,
+            inner.status.as_deref() == Some("error"),
+        );
+    }
+}
+
+/// Record the object's own call: its readings must agree, or the payload
+/// is refused. An element of a call list that holds no call is a call
+/// with no name (refused by the checks).
+fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collector<'_>) {
+    let mut readings = readings.into_iter();
+    let Some(first) = readings.next() else {
+        if slot == Slot::Call {
+            let id = id_text(o.id);
+            out.call(
+                Format::Generic,
+                CallKind::Function,
+                id.as_deref(),
+                "",
+                ArgSource::Absent,
+            );
+        }
+        return;
+    };
+    let others: Vec<Reading<'_>> = readings.collect();
+    if others.is_empty() {
+        out.call(
+            first.format,
+            first.kind,
+            first.id.as_deref(),
+            &first.name,
+            first.args,
+        );
+        return;
+    }
+    let mut read = out.arguments(first.kind, first.args);
+    for other in others {
+        if other.name != first.name {
+            out.violation(
+                ViolationCode::MalformedPayload,
+                format!(
+                    "one object names two different tools (in `{}` and in `{}`)",
+                    first.from, other.from
+                ),
+            );
+            continue;
+        }
+        let (arguments, _) = out.arguments(other.kind, other.args);
+        if arguments != read.0
+            && read
+                .0
+                .error()
+                .is_none_or(|e| e.reason != ArgumentErrorReason::Conflicting)
+        {
+            read.0 = Arguments::Invalid(ArgumentError {
+                code: ViolationCode::MalformedArguments,
+                reason: ArgumentErrorReason::Conflicting,
+                message: format!(
+                    "the call's arguments are given twice and differ (`{}` and `{}`)",
+                    first.from, other.from
+                ),
+            });
+        }
+    }
+    out.call_read(
+        first.format,
+        first.kind,
+        first.id.as_deref(),
+        &first.name,
+        read,
+    );
 }

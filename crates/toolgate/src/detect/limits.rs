@@ -24,6 +24,12 @@ pub struct Limits {
 /// input is `input_limit_exceeded` whatever `max_depth` says.
 pub const HARD_MAX_DEPTH: usize = 127;
 
+/// How deeply the objects and arrays of an envelope (messages, items,
+/// blocks: everything but arguments and result content, which are read as
+/// text) may nest. Real payloads nest a dozen levels; the bound keeps the
+/// reader's stack small on every thread it runs on.
+pub const MAX_ENVELOPE_DEPTH: usize = 64;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -1,5 +1,6 @@
 //! Model Context Protocol: JSON-RPC `tools/call` requests and their results
-//! (one message or a batch, read element by element).
+//! (one message or a batch, read element by element), and the messages of
+//! sampling requests and results.
 
 use std::borrow::Cow;
 
@@ -7,7 +8,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::document::{self, id_text, is_object, parse, Obj, Result};
+use crate::detect::document::{object, Slot};
+use crate::detect::node::{id_text, parse, Node, Obj, Result};
 use crate::model::{CallKind, Format};
 use crate::verdict::ViolationCode;
 
@@ -25,7 +27,7 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     let id = id_text(o.id);
     if o.method.as_deref() == Some("tools/call") {
         let params: Option<CallParams<'_>> = match o.params {
-            Some(raw) if is_object(raw) => Some(parse(raw)?),
+            Some(raw) if raw.get().starts_with('{') => Some(parse(raw)?),
             _ => None,
         };
         match params {
@@ -46,15 +48,20 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         }
         return Ok(());
     }
-    let Some(result) = o.result.filter(|r| is_object(r)) else {
+    if let Some(params) = o.params.filter(|p| p.get().starts_with('{')) {
+        // Another request (a sampling request's messages): read as any
+        // object.
+        if let Node::Object(p) = parse::<Node<'_>>(params)? {
+            object(&p, Slot::Inner, out)?;
+        }
+    }
+    let Some(result) = o.result.filter(|r| r.get().starts_with('{')) else {
         return Ok(());
     };
-    let r: Obj<'_> = parse(result)?;
-    if r.role.is_some() {
-        // sampling/createMessage: the model's message, with its tool_use.
-        return document::message(&r, out);
-    }
-    if r.content.is_some() || r.isError.is_some() {
+    let Node::Object(r) = parse::<Node<'_>>(result)? else {
+        return Ok(());
+    };
+    if r.role.is_none() && (r.content.is_some() || r.isError.is_some()) {
         out.result(
             Format::Mcp,
             id.as_deref(),
@@ -62,6 +69,9 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
             r.content,
             r.isError.unwrap_or(false),
         );
+        return Ok(());
     }
-    Ok(())
+    // sampling/createMessage: the model's message, with its tool_use; a
+    // tools/list result: declarations, no call.
+    object(&r, Slot::Inner, out)
 }

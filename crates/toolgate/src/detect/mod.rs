@@ -7,20 +7,15 @@
 //! events). [`Assembler`] reads a stream chunk by chunk for the gateway.
 //! Nothing here panics on bad input: it becomes a [`Violation`].
 
-mod anthropic;
 pub mod args;
-mod bedrock;
 mod collect;
 mod document;
-mod gemini;
-mod generic;
 pub mod limits;
 mod mcp;
-mod openai_chat;
-mod openai_responses;
+mod node;
+mod positions;
 pub mod sse;
 pub mod stream;
-mod vercel;
 
 use serde::Serialize;
 
@@ -30,11 +25,6 @@ pub use self::limits::Limits;
 pub use self::stream::{Assembler, StreamEvent};
 use crate::model::{Format, Framing, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
-
-/// The message of the `malformed_payload` violation of a JSON document that
-/// parsed cleanly but holds nothing of a tool-call format: a gateway reads
-/// a first-turn request (a Responses `input` string) this way.
-pub const UNRECOGNISED: &str = "the payload is JSON but holds no tool-call format toolgate knows";
 
 /// What [`detect`] found in a payload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -55,6 +45,20 @@ pub struct Detection {
     /// `input_limit_exceeded`). Problems with one call's arguments are on
     /// the call.
     pub violations: Vec<Violation>,
+    /// The last turn with calls, when nothing moved the conversation on
+    /// after it: its calls may still be waiting for their results. Every
+    /// other turn with calls is closed.
+    #[serde(skip)]
+    pub pending: Option<usize>,
+    /// The payload continues a conversation the provider keeps
+    /// (`previous_response_id`, `conversation`): its first results may
+    /// answer calls it does not hold.
+    #[serde(skip)]
+    pub continues: bool,
+    /// How many calls the payload holds, counting those past `max_calls`
+    /// that were not read.
+    #[serde(skip)]
+    pub calls_seen: usize,
 }
 
 impl Detection {
@@ -124,10 +128,13 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
             stream::read_whole(body.as_bytes(), Framing::Sse, limits)
         }
         Some(_) => {
-            out.violation(
-                ViolationCode::MalformedPayload,
-                "the payload is neither JSON nor a text/event-stream body",
-            );
+            // A JSON scalar (`null`, `42`, `"text"`) holds no call.
+            if document::read(body, &mut out).is_err() {
+                out.violation(
+                    ViolationCode::MalformedPayload,
+                    "the payload is neither JSON nor a text/event-stream body",
+                );
+            }
             out.finish(Framing::Json)
         }
     }
@@ -148,10 +155,12 @@ pub(crate) fn json_error_message(what: &str, err: &serde_json::Error) -> String 
     let position = format!("line {} column {}", err.line(), err.column());
     let text = err.to_string();
     if text.starts_with("recursion limit exceeded") {
-        return format!(
-            "{what} nests deeper than {} levels ({position})",
+        let levels = if text.contains("envelope") {
+            limits::MAX_ENVELOPE_DEPTH
+        } else {
             limits::HARD_MAX_DEPTH
-        );
+        };
+        return format!("{what} nests deeper than {levels} levels ({position})");
     }
     if err.is_eof() {
         return format!("{what} is not valid JSON: it ends early ({position})");

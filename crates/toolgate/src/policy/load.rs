@@ -16,7 +16,7 @@ use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, Too
 use crate::policy::{ArgExpectation, AuditSettings, GatewaySettings, Policy, Problem, ToolSpec};
 
 /// Every top-level key, canonical spelling first, then the seed aliases.
-const TOP_KEYS: [(&str, &[&str]); 23] = [
+const TOP_KEYS: [(&str, &[&str]); 24] = [
     ("tools", &[]),
     ("tools_file", &[]),
     ("allowed_functions", &[]),
@@ -30,6 +30,7 @@ const TOP_KEYS: [(&str, &[&str]); 23] = [
     ("validate_args", &["validateArgs"]),
     ("require_calls", &[]),
     ("validate_formats", &[]),
+    ("require_result_names", &["requireResultNames"]),
     ("normalize", &[]),
     ("input_limits", &[]),
     ("callers", &[]),
@@ -160,6 +161,7 @@ impl Loader<'_> {
         self.problems.push(Problem::new(path, message));
     }
 
+    #[allow(clippy::too_many_lines)] // one flat arm per top-level key
     fn policy(&mut self, value: &Value) -> Policy {
         let mut policy = Policy::default();
         let Some(top) = value.as_object() else {
@@ -178,6 +180,9 @@ impl Loader<'_> {
         };
         if let Some((key, v)) = get("require_calls") {
             policy.expect.require_calls = self.boolean(key, v).unwrap_or(false);
+        }
+        if let Some((key, v)) = get("require_result_names") {
+            policy.require_result_names = self.boolean(key, v).unwrap_or(false);
         }
         if let Some((key, v)) = get("normalize") {
             policy.normalize = self.section(key, v, &NORMALIZE_KEYS).unwrap_or_default();

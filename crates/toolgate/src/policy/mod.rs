@@ -44,6 +44,8 @@ pub struct Policy {
     pub(crate) expect: Expectations,
     /// `validate_formats`: JSON Schema `format` is asserted (the default).
     pub(crate) validate_formats: bool,
+    /// `require_result_names`: a tool result must name its call's tool.
+    pub(crate) require_result_names: bool,
     pub(crate) normalize: Normalize,
     pub(crate) limits: Limits,
     pub(crate) gateway: GatewaySettings,
@@ -62,6 +64,7 @@ impl Default for Policy {
             safe_names: FxHashSet::default(),
             expect: Expectations::default(),
             validate_formats: true,
+            require_result_names: false,
             normalize: Normalize::default(),
             limits: Limits::default(),
             gateway: GatewaySettings::default(),

@@ -332,18 +332,10 @@ impl Assembler {
     /// once, into its probe; only events read as whole documents are read
     /// again.
     fn decode(&mut self, text: &str, name: Option<&str>) -> Result<(), serde_json::Error> {
-        let sequence = matches!(self.split, Split::Sequence(_));
         if !text.starts_with('{') {
-            // An array or a scalar: no stream event is one; in a sequence,
-            // an array may be a payload (a list of calls).
-            let raw: &RawValue = serde_json::from_str(text)?;
-            if sequence {
-                whole::document(raw, &mut self.calls)?;
-            } else {
-                // No event of a known stream is one: it may carry anything.
-                self.calls.untracked();
-            }
-            return Ok(());
+            // An array or a scalar: no stream event is one, but a payload
+            // may be (a list of calls).
+            return self.document(serde_json::from_str(text)?);
         }
         let mut de = serde_json::Deserializer::from_str(text);
         let probe = Probe::deserialize(&mut de)?;
@@ -370,7 +362,7 @@ impl Assembler {
             Route::OpenAiChat => {
                 if !d.openai_chat.event(&probe, cx)? {
                     // Whole completions (`choices[].message`), not chunks.
-                    whole::document(serde_json::from_str(text)?, cx)?;
+                    return self.document(serde_json::from_str(text)?);
                 }
             }
             Route::OpenAiResponses => {
@@ -381,12 +373,21 @@ impl Assembler {
             Route::Gemini => d.gemini.event(&probe, cx)?,
             Route::Vercel => d.vercel.event(&probe, kind.unwrap_or_default(), cx)?,
             Route::Bedrock => d.bedrock.event(&probe, cx)?,
-            Route::Unknown if sequence => {
-                whole::document(serde_json::from_str(text)?, cx)?;
-            }
-            // An event of no format we read: it could carry a call a
-            // client reads, so it is held until the verdict.
-            Route::Unknown => cx.untracked(),
+            // Not a stream event: a whole payload, read as one, or refused.
+            Route::Unknown => return self.document(serde_json::from_str(text)?),
+        }
+        Ok(())
+    }
+
+    /// An event that is a whole payload (a completion, a message, a list of
+    /// calls): read with the document reader. A document in no known shape
+    /// is refused, never skipped.
+    fn document(&mut self, raw: &RawValue) -> Result<(), serde_json::Error> {
+        if !whole::document(raw, &mut self.calls)? {
+            self.malformed(format!(
+                "stream event {} is in no shape of a tool-call format toolgate knows",
+                self.events
+            ));
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::detect::openai_responses::is_item_type;
+use crate::detect::positions::is_item_type;
 use crate::detect::stream::calls::Calls;
 use crate::detect::stream::probe::{opt_index, opt_string, string, Probe};
 use crate::detect::stream::whole;

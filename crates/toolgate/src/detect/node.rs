@@ -1,0 +1,301 @@
+//! A JSON document read once into a borrowed view: every object into
+//! [`Obj`], the keys any format reads; nested containers parsed in the same
+//! pass into [`Node`]s, and values that may be arguments or result content
+//! kept as raw text until a reader asks for them.
+//!
+//! Keys are read by serde derive, which refuses a duplicated field: an
+//! object that says two things is malformed, never read one way here and
+//! another way by an executor.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::detect::limits::MAX_ENVELOPE_DEPTH;
+
+thread_local! {
+    /// How many envelope objects and arrays the parser is inside, on this
+    /// thread.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One level of envelope nesting, left when dropped.
+struct Level;
+
+impl Level {
+    fn enter<E: serde::de::Error>() -> Result<Level, E> {
+        DEPTH.with(|depth| {
+            if depth.get() >= MAX_ENVELOPE_DEPTH {
+                // The wording of serde_json's own bound, so that it is
+                // reported as `input_limit_exceeded`.
+                return Err(E::custom(format_args!(
+                    "recursion limit exceeded: the envelope nests deeper than {MAX_ENVELOPE_DEPTH} levels"
+                )));
+            }
+            depth.set(depth.get() + 1);
+            Ok(Level)
+        })
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
+/// Any JSON value, read in one pass: objects as [`Obj`], arrays element by
+/// element, and the kind of anything else (which holds no call).
+#[derive(Debug)]
+pub(crate) enum Node<'a> {
+    Object(Box<Obj<'a>>),
+    List(Vec<Node<'a>>),
+    Text,
+    Null,
+    /// A number or a boolean.
+    Scalar,
+}
+
+impl Node<'_> {
+    /// What the value is, for messages.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Node::Object(_) => "an object",
+            Node::List(_) => "an array",
+            Node::Text => "a string",
+            Node::Null => "null",
+            Node::Scalar => "a number or boolean",
+        }
+    }
+}
+
+/// The keys of an object that any reader looks at.
+#[derive(Debug, Default, Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
+pub(crate) struct Obj<'a> {
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolName: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) role: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) object: Option<&'a RawValue>,
+
+    // Containers: each holds messages, items, blocks or calls.
+    #[serde(borrow)]
+    pub(crate) messages: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) contents: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) choices: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) candidates: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) message: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) delta: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) parts: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) steps: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) kwargs: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) additional_kwargs: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) invalid_tool_calls: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) tool_call_chunks: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolCalls: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolInvocations: Option<Node<'a>>,
+
+    // One call or one result each.
+    #[serde(borrow)]
+    pub(crate) function: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) function_call: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) functionCall: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolUse: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) custom: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolInvocation: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) functionResponse: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) function_response: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolResult: Option<Node<'a>>,
+
+    // Raw until read: containers that may also be arguments or result
+    // content, arguments, and result content.
+    #[serde(borrow)]
+    pub(crate) content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) output: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) response: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) data: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) params: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) parameters: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) args: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) action: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) errorText: Option<&'a RawValue>,
+
+    // Ids and status.
+    #[serde(borrow)]
+    pub(crate) call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolCallId: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolUseId: Option<Cow<'a, str>>,
+    pub(crate) is_error: Option<bool>,
+    pub(crate) isError: Option<bool>,
+    #[serde(borrow)]
+    pub(crate) status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) state: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) partialArgs: Option<&'a RawValue>,
+    pub(crate) willContinue: Option<bool>,
+
+    // Requests and JSON-RPC.
+    #[serde(borrow)]
+    pub(crate) jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) tools: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) system: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) inputSchema: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) input_schema: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) previous_response_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub(crate) conversation: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        de.deserialize_any(NodeVisitor(std::marker::PhantomData))
+    }
+}
+
+struct NodeVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for NodeVisitor<'a> {
+    type Value = Node<'a>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Node<'a>, A::Error> {
+        let _level = Level::enter()?;
+        Obj::deserialize(MapAccessDeserializer::new(map)).map(|o| Node::Object(Box::new(o)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
+        let _level = Level::enter()?;
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(16));
+        while let Some(item) = seq.next_element::<Node<'a>>()? {
+            items.push(item);
+        }
+        Ok(Node::List(items))
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Node<'a>, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Node<'a>, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Node<'a>, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Node<'a>, E> {
+        Ok(Node::Scalar)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Node<'a>, E> {
+        Ok(Node::Text)
+    }
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Node<'a>, E> {
+        Ok(Node::Text)
+    }
+    fn visit_string<E>(self, _: String) -> Result<Node<'a>, E> {
+        Ok(Node::Text)
+    }
+    fn visit_unit<E>(self) -> Result<Node<'a>, E> {
+        Ok(Node::Null)
+    }
+    fn visit_none<E>(self) -> Result<Node<'a>, E> {
+        Ok(Node::Null)
+    }
+}
+
+pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
+
+/// Parse a raw value into a typed, borrowed view.
+pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T> {
+    serde_json::from_str(raw.get())
+}
+
+/// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
+pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let raw = raw?;
+    let text = raw.get();
+    match text.as_bytes().first()? {
+        b'"' => serde_json::from_str::<Cow<'_, str>>(text).ok(),
+        b'-' | b'0'..=b'9' => Some(Cow::Borrowed(text)),
+        _ => None,
+    }
+}
+
+/// A raw value that is a JSON string, as its text.
+pub(crate) fn text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    raw.filter(|r| r.get().starts_with('"'))
+        .and_then(|r| serde_json::from_str(r.get()).ok())
+}
+
+/// Whether a raw value is JSON `null`.
+pub(crate) fn is_null(raw: &RawValue) -> bool {
+    raw.get() == "null"
+}
