@@ -883,3 +883,107 @@ proptest! {
         }
     }
 }
+
+fn sse(events: &[Value]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for event in events {
+        body.extend_from_slice(format!("data: {event}\n\n").as_bytes());
+    }
+    body
+}
+
+fn payload_codes(found: &Detection) -> Vec<ViolationCode> {
+    found.violations.iter().map(|v| v.code).collect()
+}
+
+#[test]
+fn documents_in_other_shapes_inside_a_stream_are_read_or_refused() {
+    // A data line that is no stream event but holds calls: read as a whole
+    // payload, in every shape a payload can take.
+    for (document, name) in [
+        (
+            json!({"tool_calls": [{"name": "delete_user", "args": {}}]}),
+            "delete_user",
+        ),
+        (
+            json!([{"name": "delete_user", "arguments": {"id": 1}}]),
+            "delete_user",
+        ),
+        (
+            json!({"type": "message", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "delete_user", "input": {}}]}),
+            "delete_user",
+        ),
+        (
+            json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "delete_user", "arguments": "{}"}}]}}]}),
+            "delete_user",
+        ),
+    ] {
+        for framing in [Framing::Sse, Framing::JsonSequence] {
+            let body = match framing {
+                Framing::Sse => sse(std::slice::from_ref(&document)),
+                _ => format!("{document}\n{document}\n").into_bytes(),
+            };
+            let found = read_whole(&body, framing, &Limits::default());
+            assert!(
+                found.calls.iter().any(|c| c.name == name),
+                "{framing:?} {document}: {found:?}"
+            );
+        }
+    }
+    // A document in no known shape is refused, never skipped.
+    for document in [json!({"foo": 1}), json!({}), json!(42)] {
+        let body = sse(std::slice::from_ref(&document));
+        let found = read_whole(&body, Framing::Sse, &Limits::default());
+        assert_eq!(
+            payload_codes(&found),
+            [ViolationCode::MalformedPayload],
+            "{document}"
+        );
+        let body = format!("{}\n{document}\n", json!({"name": "f", "args": {}}));
+        let found = read_whole(body.as_bytes(), Framing::JsonSequence, &Limits::default());
+        assert_eq!(
+            payload_codes(&found),
+            [ViolationCode::MalformedPayload],
+            "{document}"
+        );
+    }
+    // Errors are a known shape: no call, nothing wrong.
+    let body =
+        sse(&[json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})]);
+    assert!(read_whole(&body, Framing::Sse, &Limits::default())
+        .violations
+        .is_empty());
+}
+
+#[test]
+fn a_stream_event_with_a_call_its_decoder_does_not_read_is_refused() {
+    for event in [
+        // A chat chunk with a seed `tool_calls` beside its choices.
+        json!({"choices": [{"index": 0, "delta": {"content": "hi"}}],
+               "tool_calls": [{"name": "delete_user", "args": {}}]}),
+        // A chat chunk whose delta carries Anthropic blocks.
+        json!({"choices": [{"index": 0, "delta": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "delete_user", "input": {}}]}}]}),
+        // An Anthropic message_start whose message already holds a call.
+        json!({"type": "message_start", "message": {"id": "m", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "delete_user", "input": {}}]}}),
+        // A Responses text delta event carrying an item list.
+        json!({"type": "response.output_text.delta", "delta": "x", "output": [
+            {"type": "function_call", "call_id": "c", "name": "delete_user", "arguments": "{}"}]}),
+        // A Gemini chunk with a generic call in a part.
+        json!({"candidates": [{"content": {"role": "model", "parts": [
+            {"name": "delete_user", "args": {}}]}}]}),
+    ] {
+        let found = read_whole(
+            &sse(std::slice::from_ref(&event)),
+            Framing::Sse,
+            &Limits::default(),
+        );
+        assert!(
+            payload_codes(&found).contains(&ViolationCode::MalformedPayload),
+            "{event}: {found:?}"
+        );
+    }
+}

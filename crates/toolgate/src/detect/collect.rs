@@ -58,6 +58,11 @@ pub(crate) struct Collector<'l> {
     seen: usize,
     /// The payload continues a conversation the provider keeps.
     continues: bool,
+    /// The container keys from the document's root to the object being
+    /// read.
+    path: Vec<&'static str>,
+    /// Census mode: calls are not read, only where each sits (its path).
+    census: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +109,55 @@ impl<'l> Collector<'l> {
             muted: 0,
             seen: 0,
             continues: false,
+            path: Vec::new(),
+            census: None,
         }
+    }
+
+    /// A collector that reads no call, only where each call sits: see
+    /// [`Collector::positions`].
+    pub(crate) fn census(limits: &'l Limits) -> Self {
+        Collector {
+            census: Some(Vec::new()),
+            ..Collector::new(limits)
+        }
+    }
+
+    /// In census mode, the path (container keys joined by `/`) of every
+    /// call found, in order.
+    pub(crate) fn positions(self) -> Vec<String> {
+        self.census.unwrap_or_default()
+    }
+
+    /// Whether this collector only takes a census of positions.
+    pub(crate) fn is_census(&self) -> bool {
+        self.census.is_some()
+    }
+
+    /// Census mode: a call read through `from` (`type`, `name`, a
+    /// single-call key) sits in the current object.
+    pub(crate) fn census_at(&mut self, from: &str) {
+        if self.muted > 0 {
+            return;
+        }
+        if let Some(census) = &mut self.census {
+            let mut at = self.path.join("/");
+            if !at.is_empty() {
+                at.push('/');
+            }
+            at.push_str(from);
+            census.push(at);
+        }
+    }
+
+    /// The reader enters the container `key`.
+    pub(crate) fn enter(&mut self, key: &'static str) {
+        self.path.push(key);
+    }
+
+    /// The reader leaves the container it entered last.
+    pub(crate) fn leave(&mut self) {
+        self.path.pop();
     }
 
     /// Where the readings of an object start.
@@ -243,6 +296,10 @@ impl<'l> Collector<'l> {
     fn admit(&mut self, format: Format) -> bool {
         self.saw(format);
         if self.muted > 0 {
+            return false;
+        }
+        if let Some(census) = &mut self.census {
+            census.push(self.path.join("/"));
             return false;
         }
         self.seen += 1;

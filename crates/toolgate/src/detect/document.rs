@@ -46,6 +46,16 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     Ok(())
 }
 
+/// Where the calls of a document sit (each call's container keys from the
+/// root, joined by `/`), without reading them: a stream checks that an
+/// event carries calls only where its format's decoder reads them.
+pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<Vec<String>> {
+    let root: Node<'_> = serde_json::from_str(text)?;
+    let mut out = Collector::census(limits);
+    root_node(&root, &mut out)?;
+    Ok(out.positions())
+}
+
 /// Read one whole document given as raw JSON (a payload inside a stream).
 pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
     let root: Node<'_> = parse(raw)?;
@@ -181,7 +191,10 @@ fn walk(
         };
         bounds[n] = out.mark();
         n += 1;
-        read_container(container, field, out)?;
+        out.enter(container.key);
+        let read = read_container(container, field, out);
+        out.leave();
+        read?;
     }
     out.merge(bounds[0], &bounds[..n]);
     Ok(())
@@ -275,8 +288,11 @@ fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) 
 
 /// One reading of a call: where it came from and what it says.
 struct Reading<'o> {
-    /// The key (or keys) it was read from, for messages.
+    /// Where it was read from: `type`, `name` (the object's own keys), or
+    /// a single-call key (`function`, `functionCall`, ...).
     from: &'static str,
+    /// The key its arguments come from, if any.
+    key: Option<&'static str>,
     format: Format,
     kind: CallKind,
     id: Option<Cow<'o, str>>,
@@ -313,6 +329,7 @@ fn own<'o>(
             let id = o.call_id.clone().or_else(|| id_text(o.id));
             readings.push(Reading {
                 from: "type",
+                key: o.action.map(|_| "action"),
                 format: Format::OpenAiResponses,
                 kind: CallKind::Hosted,
                 id,
@@ -440,7 +457,8 @@ fn named<'o>(
                 ArgSource::Inline(raw)
             };
             readings.push(Reading {
-                from: key,
+                from,
+                key: Some(key),
                 format,
                 kind,
                 id: id.cloned(),
@@ -451,6 +469,7 @@ fn named<'o>(
         if readings.len() == before {
             readings.push(Reading {
                 from,
+                key: None,
                 format,
                 kind,
                 id: id.cloned(),
@@ -717,6 +736,15 @@ fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
     }
 }
 
+/// Where a reading came from, for messages: `function.arguments`.
+fn where_(reading: &Reading<'_>) -> String {
+    match (reading.from, reading.key) {
+        ("type" | "name", Some(key)) => key.to_owned(),
+        (from, Some(key)) => format!("{from}.{key}"),
+        (from, None) => from.to_owned(),
+    }
+}
+
 /// Record the object's own call: its readings must agree, or the payload
 /// is refused. An element of a call list that holds no call is a call
 /// with no name (refused by the checks).
@@ -735,6 +763,11 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
         }
         return;
     };
+    if out.is_census() {
+        // Where the call sits, and through which key it was read.
+        out.census_at(first.from);
+        return;
+    }
     let others: Vec<Reading<'_>> = readings.collect();
     if others.is_empty() {
         out.call(
@@ -746,6 +779,7 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
         );
         return;
     }
+    let first_at = where_(&first);
     let mut read = out.arguments(first.kind, first.args);
     for other in others {
         if other.name != first.name {
@@ -753,11 +787,13 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
                 ViolationCode::MalformedPayload,
                 format!(
                     "one object names two different tools (in `{}` and in `{}`)",
-                    first.from, other.from
+                    first_at,
+                    where_(&other)
                 ),
             );
             continue;
         }
+        let other_at = where_(&other);
         let (arguments, _) = out.arguments(other.kind, other.args);
         if arguments != read.0
             && read
@@ -769,8 +805,7 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
                 code: ViolationCode::MalformedArguments,
                 reason: ArgumentErrorReason::Conflicting,
                 message: format!(
-                    "the call's arguments are given twice and differ (`{}` and `{}`)",
-                    first.from, other.from
+                    "the call's arguments are given twice and differ (`{first_at}` and `{other_at}`)"
                 ),
             });
         }

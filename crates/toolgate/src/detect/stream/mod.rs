@@ -356,9 +356,10 @@ impl Assembler {
             }
         }
         let kind = data_kind.as_deref().or(name);
+        let route = probe.route(kind);
         let cx = &mut self.calls;
         let d = &mut self.decoders;
-        match probe.route(kind) {
+        match route {
             Route::OpenAiChat => {
                 if !d.openai_chat.event(&probe, cx)? {
                     // Whole completions (`choices[].message`), not chunks.
@@ -375,6 +376,16 @@ impl Assembler {
             Route::Bedrock => d.bedrock.event(&probe, cx)?,
             // Not a stream event: a whole payload, read as one, or refused.
             Route::Unknown => return self.document(serde_json::from_str(text)?),
+        }
+        // Every position is read: a call the decoder does not read is
+        // refused, never dropped.
+        let limits = *self.calls.limits();
+        let positions = crate::detect::document::census(text, &limits)?;
+        if positions.iter().any(|at| !route.reads(kind, at)) {
+            self.malformed(format!(
+                "stream event {} carries a tool call where its format's stream has none",
+                self.events
+            ));
         }
         Ok(())
     }

@@ -91,6 +91,38 @@ pub(crate) enum Route {
     Unknown,
 }
 
+impl Route {
+    /// Whether this route's decoder reads a call found at `at` (a census
+    /// position: container keys and the key the call was read through) in
+    /// an event of type `kind`. A call anywhere else in a routed event
+    /// would be dropped: the event is refused instead.
+    pub(crate) fn reads(self, kind: Option<&str>, at: &str) -> bool {
+        match self {
+            Route::OpenAiChat => {
+                at.starts_with("choices/delta/tool_calls") || at == "choices/delta/function_call"
+            }
+            Route::OpenAiResponses => {
+                at == "response/output/type"
+                    && matches!(
+                        kind,
+                        Some(
+                            "response.completed"
+                                | "response.incomplete"
+                                | "response.failed"
+                                | "response.done"
+                        )
+                    )
+            }
+            Route::Gemini => matches!(
+                at,
+                "candidates/content/parts/functionCall" | "candidates/content/parts/function_call"
+            ),
+            Route::Vercel => at == "type" && kind == Some("tool-call"),
+            Route::Anthropic | Route::Bedrock | Route::Unknown => false,
+        }
+    }
+}
+
 /// Anthropic Messages stream event types (`error` is left out: several
 /// formats share it, and it carries no call).
 const ANTHROPIC: [&str; 7] = [
