@@ -212,6 +212,71 @@ fn check_results_and_require_calls_flags() {
 }
 
 #[test]
+fn check_phase_picks_what_is_judged() {
+    let policy = policy_file(
+        "phase.yaml",
+        "forbidden: [delete_user]\nexpected: [search]\n",
+    );
+    let policy = policy.to_str().unwrap();
+    // A past turn with a forbidden call, then its result and a new question.
+    let conversation = r#"[{"role":"user","content":"clean up"},
+        {"role":"assistant","tool_calls":[{"id":"call_0","type":"function",
+         "function":{"name":"delete_user","arguments":"{\"id\":1}"}}]},
+        {"role":"tool","tool_call_id":"call_0","content":"refused"},
+        {"role":"user","content":"ok"}]"#;
+    let run = |phase: &str| {
+        toolgate()
+            .args(["check", "--policy", policy, "--phase", phase, "-"])
+            .write_stdin(conversation)
+            .assert()
+    };
+    // The request phase links results; the past call is not judged again.
+    run("request").success();
+    // The response phase judges the call, not the expectations.
+    let out = run("response").code(1);
+    let codes: Vec<String> = verdict(&out)["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(codes, ["forbidden"]);
+    // The trajectory judges everything.
+    let out = run("trajectory").code(1);
+    let codes: Vec<String> = verdict(&out)["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "forbidden",
+            "missing_expected_tools",
+            "used_forbidden_tools"
+        ]
+    );
+    // A bad result in a request is refused.
+    let fabricated =
+        conversation.replace(r#""tool_call_id":"call_0""#, r#""tool_call_id":"call_9""#);
+    let out = toolgate()
+        .args(["check", "--policy", policy, "--phase", "request", "-"])
+        .write_stdin(fabricated)
+        .assert()
+        .code(1);
+    assert_eq!(
+        verdict(&out)["violations"][0]["code"],
+        "result_unknown_call_id"
+    );
+    toolgate()
+        .args(["check", "--phase", "everything", "-"])
+        .write_stdin("{}")
+        .assert()
+        .code(2);
+}
+
+#[test]
 fn check_with_a_bad_policy_is_exit_2_with_one_line() {
     let cases = [
         (
