@@ -232,25 +232,19 @@ fn check_phase_picks_what_is_judged() {
     };
     // The request phase links results; the past call is not judged again.
     run("request").success();
+    let codes = |out: &assert_cmd::assert::Assert| -> Vec<String> {
+        verdict(out)["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
     // The response phase judges the call, not the expectations.
-    let out = run("response").code(1);
-    let codes: Vec<String> = verdict(&out)["violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["code"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(codes, ["forbidden"]);
+    assert_eq!(codes(&run("response").code(1)), ["forbidden"]);
     // The trajectory judges everything.
-    let out = run("trajectory").code(1);
-    let codes: Vec<String> = verdict(&out)["violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["code"].as_str().unwrap().to_owned())
-        .collect();
     assert_eq!(
-        codes,
+        codes(&run("trajectory").code(1)),
         [
             "forbidden",
             "missing_expected_tools",

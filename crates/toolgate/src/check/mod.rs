@@ -195,18 +195,12 @@ impl Policy {
         violations.extend(result_violations);
 
         let mut score = Ratio::new(valid, verdicts.len());
-        if !phase.judges(Category::Expectation, options.results) {
-            return finish(
-                expect,
-                verdicts,
-                violations,
-                Vec::new(),
-                score,
-                payload_failed,
-            );
-        }
+        let mut failures = Vec::new();
         let require_calls = options.require_calls || expect.require_calls;
-        if verdicts.is_empty() && (require_calls || expectations::needs_calls(expect)) {
+        if !phase.judges(Category::Expectation, options.results) {
+            // The calls the model just made, or what an application sends
+            // back: expectations score whole trajectories.
+        } else if verdicts.is_empty() && (require_calls || expectations::needs_calls(expect)) {
             score = Ratio::ZERO;
             violations.push(Violation::payload(
                 ViolationCode::NoToolCalls,
@@ -217,20 +211,13 @@ impl Policy {
                 expectations::evaluate(self, expect, &verdicts, calls_seen.max(verdicts.len()));
             score = score.times(Ratio::mean(&outcome.kinds));
             violations.extend(outcome.violations);
-            return finish(
-                expect,
-                verdicts,
-                violations,
-                outcome.failures,
-                score,
-                payload_failed,
-            );
+            failures = outcome.failures;
         }
         finish(
             expect,
             verdicts,
             violations,
-            Vec::new(),
+            failures,
             score,
             payload_failed,
         )

@@ -522,19 +522,11 @@ impl<'l> Collector<'l> {
         drop_results: &[usize],
         mut turns: Vec<(usize, usize)>,
     ) {
-        let mut at = 0;
-        self.calls.retain(|_| {
-            at += 1;
-            !drop_calls.contains(&(at - 1))
-        });
+        drop_at(&mut self.calls, drop_calls);
         for (index, call) in self.calls.iter_mut().enumerate().skip(mark.calls) {
             call.index = index;
         }
-        let mut at = 0;
-        self.results.retain(|_| {
-            at += 1;
-            !drop_results.contains(&(at - 1))
-        });
+        drop_at(&mut self.results, drop_results);
         for (index, result) in self.results.iter_mut().enumerate().skip(mark.results) {
             result.index = index;
         }
@@ -585,6 +577,15 @@ impl<'l> Collector<'l> {
             calls_seen: self.seen,
         }
     }
+}
+
+/// Remove the items at the positions `drop`.
+fn drop_at<T>(items: &mut Vec<T>, drop: &[usize]) {
+    let mut at = 0;
+    items.retain(|_| {
+        at += 1;
+        !drop.contains(&(at - 1))
+    });
 }
 
 /// The violation for a payload with more than `max_calls` calls (shared
