@@ -210,3 +210,28 @@ fn declared_tools_compiled_once_judge_like_the_payloads_own() {
     let bad = policy.declare(&[serde_json::json!({"name": "x", "parameters": {"type": 12}})]);
     assert_eq!(bad.violations()[0].code.as_str(), "invalid_tool_schema");
 }
+
+/// Seed 002's argument authorization, as `examples/argument-authorization`
+/// writes it: a CEL `all` macro over the recipients. Every recipient inside
+/// the organization passes; one outside is refused, never echoed.
+#[test]
+fn the_argument_authorization_example_refuses_an_external_recipient() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/argument-authorization");
+    let policy = Policy::load(dir.join("policy.yaml")).unwrap();
+    let internal = policy.check(&std::fs::read(dir.join("payload.json")).unwrap());
+    assert!(internal.passed, "{internal:?}");
+    let external = policy.check(&std::fs::read(dir.join("payload-fail.json")).unwrap());
+    let codes: Vec<&str> = external
+        .violations
+        .iter()
+        .map(|v| v.code.as_str())
+        .collect();
+    assert_eq!(codes, ["unauthorized_argument"]);
+    assert_eq!(external.violations[0].path.as_deref(), Some("/to"));
+    assert!(
+        !external.reasoning.contains("rival-corp"),
+        "{}",
+        external.reasoning
+    );
+}

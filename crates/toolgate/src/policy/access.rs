@@ -1,11 +1,14 @@
 //! Who may call what (CONTRACT section 6): callers, roles, CEL rules on the
 //! arguments, and per-tool rate limits. Rules are compiled at load; a rule
-//! that names a variable other than `args`, `tool` and `caller` can never
-//! hold, so it is a load problem.
+//! that names a variable other than `args`, `tool` and `caller` (or one a
+//! macro such as `all(r, ...)` binds, within that macro) can never hold, so
+//! it is a load problem.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use cel::common::ast::{EntryExpr, Expr};
+use cel::IdedExpr;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -168,12 +171,11 @@ pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
                 continue;
             }
         };
-        let references = program.references();
-        for variable in references.variables() {
+        for variable in free_variables(program.expression()) {
             if !RULE_VARIABLES.contains(&variable) {
                 problems.push(Problem::new(
                     &path,
-                    format!("the rule reads `{variable}`, which is unknown; a rule sees `args`, `tool` and `caller`"),
+                    format!("the rule reads `{variable}`, which is unknown; a rule sees `args`, `tool` and `caller`, and the variables its macros bind (`all(r, ...)`) inside them"),
                 ));
             }
         }
@@ -187,6 +189,84 @@ pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
         });
     }
     rules
+}
+
+/// The variables an expression reads that nothing inside it binds, each
+/// once, in order of appearance. The comprehension macros (`all`,
+/// `exists`, `exists_one`, `filter`, `map`) bind their variable in their
+/// body only: `args.to.all(r, r.endsWith("@example.com"))` reads `args`,
+/// and `r` outside the macro is unknown.
+fn free_variables(expr: &IdedExpr) -> Vec<&str> {
+    let mut free = Vec::new();
+    let mut bound = Vec::new();
+    walk(expr, &mut bound, &mut free);
+    free
+}
+
+fn walk<'e>(expr: &'e IdedExpr, bound: &mut Vec<&'e str>, free: &mut Vec<&'e str>) {
+    match &expr.expr {
+        Expr::Unspecified | Expr::Literal(_) => {}
+        // `@result` and the like are the macros' own accumulators.
+        Expr::Ident(name) => {
+            if !name.starts_with('@')
+                && !bound.contains(&name.as_str())
+                && !free.contains(&name.as_str())
+            {
+                free.push(name);
+            }
+        }
+        Expr::Select(select) => walk(&select.operand, bound, free),
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                walk(target, bound, free);
+            }
+            for arg in &call.args {
+                walk(arg, bound, free);
+            }
+        }
+        Expr::List(list) => {
+            for element in &list.elements {
+                walk(element, bound, free);
+            }
+        }
+        Expr::Map(map) => {
+            for entry in &map.entries {
+                walk_entry(&entry.expr, bound, free);
+            }
+        }
+        Expr::Struct(object) => {
+            for entry in &object.entries {
+                walk_entry(&entry.expr, bound, free);
+            }
+        }
+        Expr::Comprehension(comprehension) => {
+            // The range and the initial value are read outside the macro.
+            walk(&comprehension.iter_range, bound, free);
+            walk(&comprehension.accu_init, bound, free);
+            let outer = bound.len();
+            bound.push(&comprehension.accu_var);
+            bound.push(&comprehension.iter_var);
+            if let Some(second) = &comprehension.iter_var2 {
+                bound.push(second);
+            }
+            walk(&comprehension.loop_cond, bound, free);
+            walk(&comprehension.loop_step, bound, free);
+            // The result sees the accumulator only.
+            bound.truncate(outer + 1);
+            walk(&comprehension.result, bound, free);
+            bound.truncate(outer);
+        }
+    }
+}
+
+fn walk_entry<'e>(entry: &'e EntryExpr, bound: &mut Vec<&'e str>, free: &mut Vec<&'e str>) {
+    match entry {
+        EntryExpr::StructField(field) => walk(&field.value, bound, free),
+        EntryExpr::MapEntry(pair) => {
+            walk(&pair.key, bound, free);
+            walk(&pair.value, bound, free);
+        }
+    }
 }
 
 /// The first `args.<name>` (or `args["name"]`) in a rule's text.
