@@ -4,11 +4,10 @@
 //! not JSON Schema, a name declared twice) is `invalid_tool_schema`, and the
 //! whole payload fails: its calls cannot be checked against it.
 
-use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::policy::names::NameSet;
-use crate::policy::{declare, parse_tool, Policy, Problem, ToolSpec};
+use crate::policy::{declare, parse_tool, Policy, Problem, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Most declarations read from one payload.
@@ -18,7 +17,7 @@ const MAX_DECLARED: usize = 512;
 #[derive(Debug, Default)]
 pub(crate) struct RequestTools {
     /// What the request says about each tool it declares.
-    pub(crate) specs: FxHashMap<String, ToolSpec>,
+    pub(crate) specs: ToolTable,
     /// The names the policy declares, and those the request declares.
     pub(crate) names: NameSet,
 }
@@ -43,7 +42,7 @@ impl RequestTools {
             }
         }
         let mut own = NameSet::default();
-        let mut specs = FxHashMap::default();
+        let mut specs = ToolTable::default();
         declare(
             &mut specs,
             &mut own,

@@ -3,7 +3,13 @@
 //! that names a variable other than `args`, `tool` and `caller` (or one a
 //! macro such as `all(r, ...)` binds, within that macro) can never hold, so
 //! it is a load problem.
+//!
+//! Rules, limits and a role's `forbid` apply to every call of their tool,
+//! whatever the spelling of its name (case, separators, look-alike
+//! characters, namespaces: see [`ToolKey`](crate::policy::names::ToolKey));
+//! a role's `allow` names exactly the tools it allows.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -12,7 +18,7 @@ use cel::IdedExpr;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::policy::names::NameSet;
+use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::Problem;
 
 /// One configured caller. Its API key is never stored, only its SHA-256.
@@ -28,6 +34,9 @@ pub struct CallerEntry {
 }
 
 /// What a role allows and forbids. `*` allows (or forbids) every tool.
+/// `allow` is matched exactly (a look-alike of an allowed tool is not
+/// allowed: fail closed); `forbid` catches look-alikes and namespaced
+/// spellings too.
 #[derive(Debug, Clone, Default)]
 pub struct Role {
     pub(crate) allow: Vec<String>,
@@ -98,7 +107,11 @@ pub struct Access {
     pub caller_header: Option<String>,
     pub(crate) roles: HashMap<String, Role>,
     pub(crate) rules: Vec<Rule>,
+    /// The rules written for a tool (not `*`), by tool name.
+    pub(crate) rule_tools: PerTool,
     pub limits: Vec<RateLimit>,
+    /// The limits written for a tool (not `*`), by tool name.
+    pub(crate) limit_tools: PerTool,
     /// `memory` (the default) or a `redis://` URL.
     pub limits_backend: Option<String>,
 }
@@ -108,6 +121,58 @@ impl Access {
     #[must_use]
     pub fn has_roles(&self) -> bool {
         !self.roles.is_empty()
+    }
+
+    /// The rules that apply to a call of `name`, in order: those for `*`
+    /// and those written for the same tool.
+    pub(crate) fn rules_for(&self, name: &str) -> impl Iterator<Item = &Rule> + '_ {
+        let mine = self.rule_tools.positions(name);
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(move |(at, rule)| rule.tool == "*" || mine.binary_search(at).is_ok())
+            .map(|(_, rule)| rule)
+    }
+
+    /// The rate limits that count a call of `name`, with their place in
+    /// `limits`.
+    pub(crate) fn limits_for(&self, name: &str) -> impl Iterator<Item = (usize, &RateLimit)> + '_ {
+        let mine = self.limit_tools.positions(name);
+        self.limits
+            .iter()
+            .enumerate()
+            .filter(move |(at, limit)| limit.tool == "*" || mine.binary_search(at).is_ok())
+    }
+}
+
+/// Entries of a list (rules, limits) written for a tool by name, found from
+/// a call's name whatever its spelling; `*` entries are not indexed.
+#[derive(Debug, Default)]
+pub(crate) struct PerTool {
+    index: ToolIndex,
+    /// The place in the list of each indexed entry.
+    places: Vec<usize>,
+}
+
+impl PerTool {
+    fn new<'a>(tools: impl Iterator<Item = &'a str>) -> Self {
+        let mut per_tool = PerTool::default();
+        for (at, tool) in tools.enumerate() {
+            if tool != "*" {
+                per_tool.index.insert(tool);
+                per_tool.places.push(at);
+            }
+        }
+        per_tool
+    }
+
+    /// The places of the entries a call of `name` meets, ascending.
+    fn positions(&self, name: &str) -> Cow<'_, [usize]> {
+        let found = self.index.find(name);
+        if found.is_empty() {
+            return Cow::Borrowed(&[]);
+        }
+        Cow::Owned(found.iter().map(|&id| self.places[id]).collect())
     }
 }
 
@@ -189,6 +254,16 @@ pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
         });
     }
     rules
+}
+
+/// The rules' tools, indexed once the rules are read.
+pub(crate) fn rule_tools(rules: &[Rule]) -> PerTool {
+    PerTool::new(rules.iter().map(|rule| rule.tool.as_str()))
+}
+
+/// The limits' tools, indexed once the limits are read.
+pub(crate) fn limit_tools(limits: &[RateLimit]) -> PerTool {
+    PerTool::new(limits.iter().map(|limit| limit.tool.as_str()))
 }
 
 /// The variables an expression reads that nothing inside it binds, each

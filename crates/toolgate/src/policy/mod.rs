@@ -10,9 +10,10 @@ pub mod access;
 mod load;
 pub mod names;
 pub mod schema;
+mod table;
 pub mod tools;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -21,8 +22,9 @@ use serde_json::Value;
 
 use self::access::Access;
 pub(crate) use self::load::declare;
-use self::names::NameSet;
+use self::names::{Keyed, NameSet};
 use self::schema::ArgumentSchema;
+pub(crate) use self::table::{ToolSpec, ToolTable};
 pub(crate) use self::tools::parse_tool;
 pub use self::tools::{DeclaredKind, ToolDecl};
 use crate::detect::Limits;
@@ -31,8 +33,13 @@ use crate::detect::Limits;
 /// or [`Policy::from_value`]; `Policy::default()` allows every call.
 #[derive(Debug)]
 pub struct Policy {
-    /// Per tool name: its declaration, schemas and required parameters.
-    pub(crate) tools: FxHashMap<String, ToolSpec>,
+    /// The declared tools (`tools`, `tools_file`) and what each declares.
+    pub(crate) tools: ToolTable,
+    /// `schema`: the user's own JSON Schemas, per tool. They apply to every
+    /// call of the tool, whatever its declaration (a hosted tool's too).
+    pub(crate) schemas: Keyed<ArgumentSchema>,
+    /// `required_params`, per tool; applies like `schemas`.
+    pub(crate) required: Keyed<Vec<String>>,
     /// Names of the declared tools (and the names hosted tools are called by).
     pub(crate) declared: NameSet,
     /// `allowed_functions`, when set.
@@ -55,7 +62,9 @@ pub struct Policy {
 impl Default for Policy {
     fn default() -> Self {
         Policy {
-            tools: FxHashMap::default(),
+            tools: ToolTable::default(),
+            schemas: Keyed::default(),
+            required: Keyed::default(),
             declared: NameSet::default(),
             allowed: None,
             forbidden: NameSet::default(),
@@ -69,18 +78,6 @@ impl Default for Policy {
             access: Access::default(),
         }
     }
-}
-
-/// What the policy says about one tool name.
-#[derive(Debug, Default)]
-pub(crate) struct ToolSpec {
-    /// How the tool was declared in `tools`; `None` when it is only named by
-    /// `schema` or `required_params`.
-    pub(crate) declared: Option<DeclaredKind>,
-    /// Declared with no parameters: any argument is unexpected.
-    pub(crate) takes_no_arguments: bool,
-    pub(crate) required: Vec<String>,
-    pub(crate) schemas: Vec<ArgumentSchema>,
 }
 
 /// What the agent was expected to do: the expectation kinds of the score.

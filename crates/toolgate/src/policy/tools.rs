@@ -16,7 +16,9 @@ pub enum DeclaredKind {
     /// Freeform text input (OpenAI custom tools): never JSON-validated.
     Custom,
     /// A hosted or provider-defined tool (`web_search`, `bash_20250124`,
-    /// ...): allowed by type, its arguments are the provider's, not checked.
+    /// ...): allowed by type; its arguments are the provider's, not checked
+    /// against a schema of the provider's, but the policy's own checks for
+    /// its name (`schema`, `required_params`, rules, limits) apply.
     Typed(String),
 }
 
