@@ -49,5 +49,5 @@ pub use model::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing, ToolCall,
     ToolResult,
 };
-pub use policy::{Policy, PolicyError, Problem};
+pub use policy::{Policy, PolicyError, Problem, Severity};
 pub use verdict::{CallVerdict, Label, Verdict, Violation, ViolationCode};

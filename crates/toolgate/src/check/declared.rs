@@ -50,13 +50,18 @@ impl RequestTools {
             policy.validate_formats,
             &mut problems,
         );
-        out.extend(problems.into_iter().map(|problem| Violation {
-            code: ViolationCode::InvalidToolSchema,
-            call: None,
-            tool: problem.tool.clone(),
-            path: None,
-            message: format!("the request declares an invalid tool: {problem}"),
-        }));
+        out.extend(
+            problems
+                .into_iter()
+                .filter(Problem::is_error)
+                .map(|problem| Violation {
+                    code: ViolationCode::InvalidToolSchema,
+                    call: None,
+                    tool: problem.tool.clone(),
+                    path: None,
+                    message: format!("the request declares an invalid tool: {problem}"),
+                }),
+        );
         let mut names = NameSet::new(policy.declared.names().iter().map(String::as_str));
         for name in own.names() {
             names.insert(name);

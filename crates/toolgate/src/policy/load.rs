@@ -258,7 +258,7 @@ impl Loader<'_> {
         if let Some((key, v)) = get("validate_args") {
             self.validate_args(&mut policy, key, v);
         }
-        user_checks_meet_declarations(&mut policy);
+        self.user_checks_meet_declarations(&mut policy);
         policy
     }
 
@@ -270,6 +270,53 @@ impl Loader<'_> {
                     format!("min_tools ({min}) is more than max_tools ({max})"),
                 );
             }
+        }
+    }
+
+    /// Where the user's own checks (`schema`, `required_params`) meet the
+    /// declarations of the same tools. They apply to every call of the
+    /// tool, so a declaration without parameters no longer refuses
+    /// arguments, and a hosted or custom tool, whose arguments the
+    /// provider's declaration does not describe, still gets them: lint says
+    /// so, since the declaration reads as if it switched them off.
+    fn user_checks_meet_declarations(&mut self, policy: &mut Policy) {
+        for (name, spec) in policy.tools.iter_mut() {
+            let schemas = policy.schemas.find(name).count();
+            let required = policy.required.find(name).any(|params| !params.is_empty());
+            if schemas > 0 || required {
+                spec.takes_no_arguments = false;
+            }
+        }
+        let user = policy
+            .schemas
+            .iter()
+            .map(|(tool, _)| ("schema", tool))
+            .chain(
+                policy
+                    .required
+                    .iter()
+                    .map(|(tool, _)| ("required_params", tool)),
+            );
+        for (key, tool) in user {
+            let Some(kind) = policy
+                .tools
+                .find(tool)
+                .into_iter()
+                .map(|spec| &spec.kind)
+                .find(|kind| **kind != DeclaredKind::Function)
+            else {
+                continue;
+            };
+            let message = match kind {
+                DeclaredKind::Typed(tool_type) => format!(
+                    "tool '{tool}' is declared as the hosted tool `{tool_type}`, whose arguments no schema of the provider's checks; this `{key}` still applies to every call of '{tool}'"
+                ),
+                DeclaredKind::Custom | DeclaredKind::Function => format!(
+                    "tool '{tool}' is declared as a custom tool that takes freeform text; this `{key}` still applies, so a call that sends text is refused as malformed_arguments"
+                ),
+            };
+            self.problems
+                .push(Problem::warning(&join(key, tool), message).for_tool(tool));
         }
     }
 
@@ -555,19 +602,6 @@ impl Loader<'_> {
     }
 }
 
-/// Where the user's own checks (`schema`, `required_params`) meet the
-/// declarations of the same tools: they apply to every call of the tool,
-/// so a declaration without parameters no longer refuses arguments.
-fn user_checks_meet_declarations(policy: &mut Policy) {
-    for (name, spec) in policy.tools.iter_mut() {
-        let schemas = policy.schemas.find(name).count();
-        let required = policy.required.find(name).any(|params| !params.is_empty());
-        if schemas > 0 || required {
-            spec.takes_no_arguments = false;
-        }
-    }
-}
-
 /// Two entries of one per-tool map that name the same tool once folded:
 /// which one a call would meet cannot be told.
 fn same_tool(path: &str, first: &str, second: &str) -> Problem {
@@ -663,6 +697,53 @@ mod tests {
         assert!(found
             .iter()
             .any(|p| p.starts_with("schema.a: tool 'a' has an invalid schema")));
+    }
+
+    #[test]
+    fn a_hosted_tool_beside_checks_of_the_users_is_a_warning() {
+        let policy = json!({
+            "tools": [
+                {"type": "bash_20250124", "name": "bash"},
+                {"type": "web_search"},
+                {"type": "custom", "name": "write_note"},
+                {"type": "function", "function": {"name": "search"}}
+            ],
+            "schema": {"bash": {"type": "object"}, "Web-Search": {"type": "object"}, "write_note": {"type": "object"}, "search": {"type": "object"}},
+            "required_params": {"bash": ["command"], "other": ["x"]}
+        });
+        let (_, found) = compile(&policy, None);
+        let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(found.iter().all(|p| !p.is_error()), "{lines:#?}");
+        assert_eq!(lines, [
+            "schema.bash: warning: tool 'bash' is declared as the hosted tool `bash_20250124`, whose arguments no schema of the provider's checks; this `schema` still applies to every call of 'bash'",
+            "schema.Web-Search: warning: tool 'Web-Search' is declared as the hosted tool `web_search`, whose arguments no schema of the provider's checks; this `schema` still applies to every call of 'Web-Search'",
+            "schema.write_note: warning: tool 'write_note' is declared as a custom tool that takes freeform text; this `schema` still applies, so a call that sends text is refused as malformed_arguments",
+            "required_params.bash: warning: tool 'bash' is declared as the hosted tool `bash_20250124`, whose arguments no schema of the provider's checks; this `required_params` still applies to every call of 'bash'",
+        ]);
+        assert_eq!(found[0].tool.as_deref(), Some("bash"));
+        // The policy loads, with its warnings, and applies the checks.
+        let policy = Policy::from_value(&policy, None).unwrap();
+        assert_eq!(policy.warnings().len(), 4);
+    }
+
+    #[test]
+    fn an_error_stops_loading_and_comes_first() {
+        let err = Policy::from_value(
+            &json!({"tools": [{"type": "bash_20250124", "name": "bash"}], "schema": {"bash": {"type": "object"}},
+                    "max_tools": "x"}),
+            None,
+        )
+        .unwrap_err();
+        let problems = err.problems();
+        assert_eq!(problems.len(), 2);
+        assert!(
+            problems[0].is_error() && !problems[1].is_error(),
+            "{problems:?}"
+        );
+        assert!(
+            err.to_string().starts_with("invalid policy: max_tools: "),
+            "{err}"
+        );
     }
 
     #[test]

@@ -292,6 +292,12 @@ impl<T> Keyed<T> {
         let found = self.index.find(name);
         (0..found.len()).map(move |i| &self.entries[found[i]].1)
     }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
+        self.entries
+            .iter()
+            .map(|(name, value)| (name.as_str(), value))
+    }
 }
 
 /// A set of tool names, matched exactly, with their folded forms for
