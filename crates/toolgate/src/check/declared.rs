@@ -37,10 +37,19 @@ impl RequestTools {
         }
         let mut decls = Vec::new();
         for (at, tool) in tools.iter().take(MAX_DECLARED).enumerate() {
-            if let Some(decl) = parse_tool(tool, &format!("tools[{at}]"), &mut problems) {
-                decls.push((format!("tools[{at}]"), decl));
-            }
+            parse_tool(tool, &format!("tools[{at}]"), &mut problems, &mut decls);
         }
+        // A Gemini entry declares several tools: the bound is on tools.
+        if decls.len() > MAX_DECLARED && tools.len() <= MAX_DECLARED {
+            problems.push(Problem::new(
+                "tools",
+                format!(
+                    "the request declares {} tools, more than {MAX_DECLARED}",
+                    decls.len()
+                ),
+            ));
+        }
+        decls.truncate(MAX_DECLARED);
         let mut own = NameSet::default();
         let mut specs = ToolTable::default();
         declare(

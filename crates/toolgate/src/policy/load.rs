@@ -472,10 +472,7 @@ impl Loader<'_> {
             return;
         };
         for (at, item) in items.iter().enumerate() {
-            let item_path = format!("{path}[{at}]");
-            if let Some(decl) = parse_tool(item, &item_path, &mut self.problems) {
-                decls.push((item_path, decl));
-            }
+            parse_tool(item, &format!("{path}[{at}]"), &mut self.problems, decls);
         }
     }
 
