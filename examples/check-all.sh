@@ -43,6 +43,8 @@ order/payload.json                     | 0 | - |
 order/payload-fail.json                | 1 | order_mismatch | Tool order incorrect
 arguments/payload.json                 | 0 | - |
 arguments/payload-fail.json            | 1 | arg_mismatch | Tool '\''search'\'' arg '\''limit'\'' mismatch
+argument-authorization/payload.json    | 0 | - |
+argument-authorization/payload-fail.json | 1 | unauthorized_argument | tool call '\''send_email'\'': every recipient must be inside example.com
 combined/payload.json                  | 0 | - |
 combined/payload-fail.json             | 1 | forbidden,missing_expected_tools,order_mismatch,used_forbidden_tools | Missing expected tools: send_email
 '

@@ -25,6 +25,27 @@ find ../examples -type f \( -name '*.yaml' -o -name '*.json' \) -name 'policy*' 
 while read -r file; do
   cp "$file" "corpus/policy/$(echo "$file" | tr '/' '_')"
 done
+# CEL comprehension macros (all, exists, exists_one, filter, map with two
+# and three arguments), nested and beside namespaced tool names.
+cat > corpus/policy/cel-macros.yaml <<'YAML'
+rules:
+  - {tool: send_email, when: "args.to.all(r, r.endsWith('@example.com'))"}
+  - {tool: send_email, when: "args.to.exists(r, r == caller.id) || !args.to.exists_one(r, r == '')"}
+  - {tool: "*", when: "args.to.filter(r, r.startsWith('a')).size() <= 1"}
+  - {tool: route, when: "args.stops.map(s, s.nights).all(n, n >= 1)"}
+  - {tool: route, when: "args.stops.map(s, s.nights > 1, s.city).size() <= 2"}
+  - {tool: route, when: "args.stops.all(s, args.stops.exists(t, t.city == s.city))"}
+YAML
+cat > corpus/policy/cel-macros-scope.yaml <<'YAML'
+rules:
+  - {tool: send_email, when: "args.to.all(r, r.endsWith('@' + caller.org_domain)) && r == ''"}
+YAML
+cat > corpus/policy/cel-macros-namespaced.json <<'JSON'
+{"forbidden": ["delete_user"], "schema": {"mcp__db__search": {"type": "object"}},
+ "rules": [{"tool": "functions.send_email", "when": "args.to.exists_one(r, r.endsWith('@x.io'))"}],
+ "limits": [{"tool": "Send-Email", "max": 1, "per": "1m", "by": "global"}]}
+JSON
+
 python3 - <<'PY'
 import json, pathlib, re
 for path in sorted(pathlib.Path("../tests/conformance").glob("*.yaml")):

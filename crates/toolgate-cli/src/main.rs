@@ -2,8 +2,8 @@
 //! is made by the `toolgate` library.
 //!
 //! Exit status: 0 when the input passes, 1 when it holds a violation (or a
-//! linted policy has problems), 2 for a usage, policy or I/O error (with a
-//! one-line reason on stderr).
+//! linted policy has problems that stop it from loading), 2 for a usage,
+//! policy or I/O error (with a one-line reason on stderr).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -89,8 +89,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PolicyCommand {
-    /// Load a policy and report every problem in it at once. Exit 0 when it
-    /// loads, 1 when it has problems, 2 when it cannot be read.
+    /// Load a policy and report every problem in it at once, warnings
+    /// included. Exit 0 when it loads (warnings alone do not stop it), 1
+    /// when it has problems, 2 when it cannot be read.
     Lint {
         /// The policy file (YAML or JSON).
         policy: PathBuf,
@@ -183,12 +184,21 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             for problem in &problems {
                 writeln!(stdout, "{}: {problem}", policy.display())?;
             }
-            match problems.len() {
-                0 => writeln!(stdout, "{}: ok", policy.display())?,
-                1 => writeln!(stdout, "1 problem")?,
-                n => writeln!(stdout, "{n} problems")?,
+            let errors = problems.iter().filter(|p| p.is_error()).count();
+            let warnings = match problems.len() - errors {
+                0 => String::new(),
+                1 => "1 warning".to_owned(),
+                n => format!("{n} warnings"),
+            };
+            match (errors, warnings.is_empty()) {
+                (0, true) => writeln!(stdout, "{}: ok", policy.display())?,
+                (0, false) => writeln!(stdout, "{}: ok, {warnings}", policy.display())?,
+                (1, true) => writeln!(stdout, "1 problem")?,
+                (n, true) => writeln!(stdout, "{n} problems")?,
+                (1, false) => writeln!(stdout, "1 problem, {warnings}")?,
+                (n, false) => writeln!(stdout, "{n} problems, {warnings}")?,
             }
-            Ok(problems.is_empty())
+            Ok(errors == 0)
         }
     }
 }

@@ -347,6 +347,50 @@ fn policy_lint_reports_every_problem_at_once() {
         .code(2);
 }
 
+/// A hosted tool beside a schema of the user's is a warning: lint prints it
+/// and exits 0, and `check` still runs and applies the schema.
+#[test]
+fn policy_lint_prints_warnings_and_check_still_runs() {
+    let policy = policy_file(
+        "hosted.yaml",
+        "tools:\n  - {type: bash_20250124, name: bash}\nschema: {bash: {type: object, required: [command]}}\n",
+    );
+    let out = toolgate()
+        .args(["policy", "lint"])
+        .arg(&policy)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "schema.bash: warning: tool 'bash' is declared as the hosted tool `bash_20250124`"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with(": ok, 1 warning\n"), "{stdout}");
+
+    let out = toolgate()
+        .args(["check", "--policy"])
+        .arg(&policy)
+        .arg("-")
+        .write_stdin(r#"[{"name": "bash", "arguments": {"restart": true}}]"#)
+        .assert()
+        .code(1);
+    assert_eq!(verdict(&out)["violations"][0]["code"], "schema_violation");
+
+    let both = policy_file(
+        "both.yaml",
+        "tools:\n  - {type: bash_20250124, name: bash}\nschema: {bash: {type: object}}\nmax_tools: x\n",
+    );
+    let out = toolgate()
+        .args(["policy", "lint"])
+        .arg(&both)
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.ends_with("1 problem, 1 warning\n"), "{stdout}");
+}
+
 #[test]
 fn usage_errors_are_exit_2() {
     toolgate()

@@ -50,5 +50,5 @@ pub use model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, Format, Framing,
     ToolCall, ToolResult,
 };
-pub use policy::{Policy, PolicyError, Problem};
+pub use policy::{Policy, PolicyError, Problem, Severity};
 pub use verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, ViolationCode};

@@ -112,19 +112,27 @@ proptest! {
         if verdict.passed {
             prop_assert!((verdict.score - 1.0).abs() < f64::EPSILON);
         }
-        // What was checked is what the verdict reports as executing: checking
-        // the reported arguments again finds no new argument problem.
-        // Normalizing is idempotent: the reported arguments, checked again,
-        // come back unchanged.
+        // What was checked is what the verdict reports as executing: the
+        // reported arguments, checked again as written (no `normalize`, as
+        // the gateway checks what it forwards), come back unchanged, and a
+        // call that was valid is valid again. (Cleaning is seed 003's, which
+        // keeps a container that only cleaning emptied, so cleaning twice
+        // may clean more: the second check must not clean.)
         let readable: Vec<_> = verdict.calls.iter().filter(|c| c.arguments.as_object().is_some()).collect();
         let again: Vec<Value> = readable
             .iter()
             .map(|c| json!({"name": c.name, "arguments": serde_json::to_value(&c.arguments).unwrap()}))
             .collect();
-        let second = policy.check(&serde_json::to_vec(&again).unwrap());
+        let second = policy.check_with(
+            &serde_json::to_vec(&again).unwrap(),
+            CheckOptions { as_written: true, ..CheckOptions::default() },
+        );
         prop_assert_eq!(readable.len(), second.calls.len());
         for (first, second) in readable.iter().zip(&second.calls) {
             prop_assert_eq!(&first.arguments, &second.arguments);
+            if first.valid {
+                prop_assert!(second.valid, "{:?}", second.violations);
+            }
         }
     }
 
@@ -201,4 +209,29 @@ fn declared_tools_compiled_once_judge_like_the_payloads_own() {
 
     let bad = policy.declare(&[serde_json::json!({"name": "x", "parameters": {"type": 12}})]);
     assert_eq!(bad.violations()[0].code.as_str(), "invalid_tool_schema");
+}
+
+/// Seed 002's argument authorization, as `examples/argument-authorization`
+/// writes it: a CEL `all` macro over the recipients. Every recipient inside
+/// the organization passes; one outside is refused, never echoed.
+#[test]
+fn the_argument_authorization_example_refuses_an_external_recipient() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/argument-authorization");
+    let policy = Policy::load(dir.join("policy.yaml")).unwrap();
+    let internal = policy.check(&std::fs::read(dir.join("payload.json")).unwrap());
+    assert!(internal.passed, "{internal:?}");
+    let external = policy.check(&std::fs::read(dir.join("payload-fail.json")).unwrap());
+    let codes: Vec<&str> = external
+        .violations
+        .iter()
+        .map(|v| v.code.as_str())
+        .collect();
+    assert_eq!(codes, ["unauthorized_argument"]);
+    assert_eq!(external.violations[0].path.as_deref(), Some("/to"));
+    assert!(
+        !external.reasoning.contains("rival-corp"),
+        "{}",
+        external.reasoning
+    );
 }

@@ -1,11 +1,16 @@
 //! Golden snapshots: every captured payload under tests/fixtures, read by
-//! `detect`, with the calls, results and violations it yields. The snapshot
-//! lives beside the fixture (`<file>.snap`).
+//! `detect`, with the calls, results and violations it yields, and the
+//! tools it declares as the policy reads them (a Gemini `parameters` schema
+//! converted to JSON Schema). The snapshot lives beside the fixture
+//! (`<file>.snap`).
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use toolgate::{detect, Detection};
+use serde_json::Value;
+use toolgate::policy::tools::read_tools;
+use toolgate::policy::DeclaredKind;
+use toolgate::{detect, Detection, Policy};
 
 fn fixtures_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
@@ -46,6 +51,21 @@ struct Golden<'a> {
     calls: Vec<GoldenCall<'a>>,
     results: &'a [toolgate::ToolResult],
     violations: &'a [toolgate::Violation],
+    /// The tools the payload declares (a request's `tools`), as read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    declared: Vec<GoldenTool>,
+    /// What is wrong with them, if anything.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    declaration_problems: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct GoldenTool {
+    name: String,
+    kind: String,
+    parameters: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    aliases: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -61,6 +81,7 @@ struct GoldenCall<'a> {
 }
 
 fn golden(found: &Detection) -> Golden<'_> {
+    let (declared, problems) = read_tools(&found.tools);
     Golden {
         format: found.format,
         framing: found.framing,
@@ -80,6 +101,47 @@ fn golden(found: &Detection) -> Golden<'_> {
             .collect(),
         results: &found.results,
         violations: &found.violations,
+        declared: declared
+            .into_iter()
+            .map(|decl| GoldenTool {
+                name: decl.name,
+                kind: match decl.kind {
+                    DeclaredKind::Function => "function".to_owned(),
+                    DeclaredKind::Custom => "custom".to_owned(),
+                    DeclaredKind::Typed(tool_type) => format!("hosted: {tool_type}"),
+                },
+                parameters: decl.parameters,
+                aliases: decl.aliases,
+            })
+            .collect(),
+        declaration_problems: problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// Every tool a captured request declares is a valid declaration: checking
+/// the capture finds no `invalid_tool_schema`, whatever its format.
+#[test]
+fn every_fixture_declares_valid_tools() {
+    let policy = Policy::default();
+    for relative in fixture_files() {
+        let found = detect(&read_fixture(&relative));
+        let declared = policy.declare(&found.tools);
+        assert!(
+            declared.violations().is_empty(),
+            "{}: {:#?}",
+            relative.display(),
+            declared.violations()
+        );
+        let verdict = policy.check(&read_fixture(&relative));
+        assert!(
+            verdict
+                .violations
+                .iter()
+                .all(|v| v.code.as_str() != "invalid_tool_schema"),
+            "{}: {:#?}",
+            relative.display(),
+            verdict.violations
+        );
     }
 }
 

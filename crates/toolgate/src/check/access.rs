@@ -13,7 +13,8 @@ use crate::model::{Arguments, Caller};
 use crate::policy::access::{Access, LimitKey, Rule};
 use crate::verdict::{pointer, Violation, ViolationCode};
 
-/// The role check.
+/// The role check: a role's `allow` names the tool exactly (or is `*`); a
+/// role's `forbid` catches every spelling of the tool.
 pub(crate) fn role(
     access: &Access,
     caller: Option<&Caller>,
@@ -72,12 +73,11 @@ pub(crate) fn rules(
     arguments: &Arguments,
     out: &mut Vec<Violation>,
 ) {
-    let applicable = access
-        .rules
-        .iter()
-        .filter(|rule| rule.tool == "*" || rule.tool == name);
+    if access.rules.is_empty() {
+        return;
+    }
     let mut context: Option<cel::Context<'_, '_>> = None;
-    for rule in applicable {
+    for rule in access.rules_for(name) {
         let context = context.get_or_insert_with(|| rule_context(caller, name, arguments));
         let holds = matches!(rule.program.execute(context), Ok(cel::Value::Bool(true)));
         if !holds {
@@ -160,10 +160,10 @@ impl<'a> Counts<'a> {
         arguments: &Arguments,
     ) -> Option<Violation> {
         let mut over = None;
-        for (at, limit) in access.limits.iter().enumerate() {
-            if limit.tool != "*" && limit.tool != name {
-                continue;
-            }
+        if access.limits.is_empty() {
+            return over;
+        }
+        for (at, limit) in access.limits_for(name) {
             let key = match &limit.by {
                 LimitKey::Global => String::new(),
                 LimitKey::Caller => caller.map(|c| c.id.clone()).unwrap_or_default(),

@@ -1,14 +1,20 @@
 //! Are the arguments what the tool takes? Readable (from detection), clean
 //! (`normalize`), no arguments for a tool declared without parameters, every
 //! `required_params` entry present, and valid against every JSON Schema the
-//! policy holds for the tool.
+//! policy holds for the tool: its declaration's, the request's, and the
+//! user's own `schema`.
+//!
+//! The user's own checks (`schema`, `required_params`) apply to every call
+//! of the tool, found by its name once folded, whatever the tool's
+//! declaration says: a hosted tool (`bash_20250124`, `web_search`) has no
+//! schema of the provider's to check, but the user's still holds.
 
-use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::check::normalize;
 use crate::model::Arguments;
-use crate::policy::{DeclaredKind, Policy, ToolSpec};
+use crate::policy::schema::ArgumentSchema;
+use crate::policy::{Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Check (and clean) the arguments of call `call` to tool `name`, adding
@@ -16,24 +22,27 @@ use crate::verdict::{Violation, ViolationCode};
 /// beside the policy.
 pub(crate) fn check(
     policy: &Policy,
-    request: Option<&FxHashMap<String, ToolSpec>>,
+    request: Option<&ToolTable>,
     call: usize,
     name: &str,
     arguments: &mut Arguments,
     normalize: bool,
     out: &mut Vec<Violation>,
 ) {
-    let specs = [policy.tools.get(name), request.and_then(|r| r.get(name))];
-    let mut specs = specs.into_iter().flatten();
-    match arguments {
-        Arguments::Invalid(err) => out.push(Violation::call(
+    if let Arguments::Invalid(err) = arguments {
+        out.push(Violation::call(
             err.code,
             call,
             name,
             format!("arguments for tool '{name}' are not valid: {}", err.message),
-        )),
+        ));
+        return;
+    }
+    let checks = Checks::of(policy, request, name);
+    match arguments {
+        Arguments::Invalid(_) => {}
         Arguments::Text(_) => {
-            if specs.any(takes_json) {
+            if checks.want_json() {
                 out.push(Violation::call(
                     ViolationCode::MalformedArguments,
                     call,
@@ -46,79 +55,135 @@ pub(crate) fn check(
             if normalize {
                 normalize::clean(map, &policy.normalize);
             }
-            for spec in specs.filter(|spec| takes_json(spec)) {
-                check_object(spec, call, name, map, out);
-            }
+            checks.check_object(call, name, map, out);
         }
     }
 }
 
-/// Whether a tool's arguments are JSON the policy checks (not a custom or
-/// hosted tool's).
-fn takes_json(spec: &ToolSpec) -> bool {
-    matches!(spec.declared, None | Some(DeclaredKind::Function))
+/// Everything the policy and the request say about one tool's arguments.
+struct Checks<'a> {
+    /// The policy's declarations of the tool, then the request's.
+    declared: Vec<&'a ToolSpec>,
+    /// The user's `required_params` for the tool.
+    required: Vec<&'a str>,
+    /// The user's `schema` for the tool.
+    schemas: Vec<&'a ArgumentSchema>,
+    /// How many of `declared` are the policy's own.
+    own: usize,
 }
 
-fn check_object(
-    spec: &ToolSpec,
-    call: usize,
-    name: &str,
-    map: &mut Map<String, Value>,
-    out: &mut Vec<Violation>,
-) {
-    if spec.takes_no_arguments && !map.is_empty() {
-        let keys: Vec<String> = map.keys().take(5).map(|k| format!("'{k}'")).collect();
-        let more = if map.len() > keys.len() { ", ..." } else { "" };
-        out.push(
-            Violation::call(
-                ViolationCode::UnexpectedArguments,
-                call,
-                name,
-                format!(
-                    "tool '{name}' takes no arguments, but the call has {}{more}",
-                    keys.join(", ")
-                ),
-            )
-            .at(pointer(map.keys().next().map_or("", String::as_str))),
-        );
-        return;
-    }
-    let mut missing: Vec<String> = Vec::new();
-    for param in &spec.required {
-        if !map.contains_key(param) {
-            let path = pointer(param);
-            out.push(
-                Violation::call(
-                    ViolationCode::MissingRequiredParam,
-                    call,
-                    name,
-                    format!("tool call '{name}' is missing required parameter '{param}'"),
-                )
-                .at(path.clone()),
-            );
-            missing.push(path);
+impl<'a> Checks<'a> {
+    fn of(policy: &'a Policy, request: Option<&'a ToolTable>, name: &str) -> Self {
+        let mut declared = policy.tools.find(name);
+        let own = declared.len();
+        if let Some(request) = request {
+            declared.extend(request.find(name));
+        }
+        let mut required: Vec<&str> = Vec::new();
+        for param in policy.required.find(name).flatten() {
+            if !required.contains(&param.as_str()) {
+                required.push(param);
+            }
+        }
+        Checks {
+            declared,
+            required,
+            schemas: policy.schemas.find(name).collect(),
+            own,
         }
     }
-    for schema in &spec.schemas {
-        for failure in schema.check_object(map) {
-            // `required_params` already reported this one.
-            if missing.contains(&failure.path)
-                && failure.message.ends_with("is a required property")
-            {
-                continue;
-            }
+
+    /// Whether the arguments must be JSON: a function declaration says so,
+    /// and so does any check of the user's.
+    fn want_json(&self) -> bool {
+        !self.required.is_empty()
+            || !self.schemas.is_empty()
+            || self.declared.iter().any(|spec| spec.is_function())
+    }
+
+    /// The schemas to validate against, in order: the policy's declaration,
+    /// the user's `schema`, the request's declaration. A declaration
+    /// without parameters has none that matters: any argument is already
+    /// unexpected.
+    fn all_schemas(&self) -> impl Iterator<Item = &'a ArgumentSchema> + '_ {
+        fn declared<'s, 'a: 's>(
+            specs: &'s [&'a ToolSpec],
+        ) -> impl Iterator<Item = &'a ArgumentSchema> + 's {
+            specs
+                .iter()
+                .filter(|spec| spec.is_function() && !spec.takes_no_arguments)
+                .filter_map(|spec| spec.schema.as_ref())
+        }
+        let (own, request) = self.declared.split_at(self.own);
+        declared(own)
+            .chain(self.schemas.iter().copied())
+            .chain(declared(request))
+    }
+
+    fn check_object(
+        &self,
+        call: usize,
+        name: &str,
+        map: &mut Map<String, Value>,
+        out: &mut Vec<Violation>,
+    ) {
+        let no_arguments = self
+            .declared
+            .iter()
+            .any(|spec| spec.is_function() && spec.takes_no_arguments);
+        if no_arguments && !map.is_empty() {
+            let keys: Vec<String> = map.keys().take(5).map(|k| format!("'{k}'")).collect();
+            let more = if map.len() > keys.len() { ", ..." } else { "" };
             out.push(
                 Violation::call(
-                    ViolationCode::SchemaViolation,
+                    ViolationCode::UnexpectedArguments,
                     call,
                     name,
                     format!(
-                        "arguments for tool '{name}' do not match its schema: {}",
-                        failure.message
+                        "tool '{name}' takes no arguments, but the call has {}{more}",
+                        keys.join(", ")
                     ),
                 )
-                .at(failure.path),
+                .at(pointer(map.keys().next().map_or("", String::as_str))),
             );
+        }
+        let mut missing: Vec<String> = Vec::new();
+        for param in &self.required {
+            if !map.contains_key(*param) {
+                let path = pointer(param);
+                out.push(
+                    Violation::call(
+                        ViolationCode::MissingRequiredParam,
+                        call,
+                        name,
+                        format!("tool call '{name}' is missing required parameter '{param}'"),
+                    )
+                    .at(path.clone()),
+                );
+                missing.push(path);
+            }
+        }
+        for schema in self.all_schemas() {
+            for failure in schema.check_object(map) {
+                // `required_params` already reported this one.
+                if missing.contains(&failure.path)
+                    && failure.message.ends_with("is a required property")
+                {
+                    continue;
+                }
+                out.push(
+                    Violation::call(
+                        ViolationCode::SchemaViolation,
+                        call,
+                        name,
+                        format!(
+                            "arguments for tool '{name}' do not match its schema: {}",
+                            failure.message
+                        ),
+                    )
+                    .at(failure.path),
+                );
+            }
         }
     }
 }

@@ -4,11 +4,10 @@
 //! not JSON Schema, a name declared twice) is `invalid_tool_schema`, and the
 //! whole payload fails: its calls cannot be checked against it.
 
-use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::policy::names::NameSet;
-use crate::policy::{declare, parse_tool, Policy, Problem, ToolSpec};
+use crate::policy::{declare, parse_tool, Policy, Problem, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Most declarations read from one payload.
@@ -18,7 +17,7 @@ const MAX_DECLARED: usize = 512;
 #[derive(Debug, Default)]
 pub(crate) struct RequestTools {
     /// What the request says about each tool it declares.
-    pub(crate) specs: FxHashMap<String, ToolSpec>,
+    pub(crate) specs: ToolTable,
     /// The names the policy declares, and those the request declares.
     pub(crate) names: NameSet,
 }
@@ -38,12 +37,21 @@ impl RequestTools {
         }
         let mut decls = Vec::new();
         for (at, tool) in tools.iter().take(MAX_DECLARED).enumerate() {
-            if let Some(decl) = parse_tool(tool, &format!("tools[{at}]"), &mut problems) {
-                decls.push((format!("tools[{at}]"), decl));
-            }
+            parse_tool(tool, &format!("tools[{at}]"), &mut problems, &mut decls);
         }
+        // A Gemini entry declares several tools: the bound is on tools.
+        if decls.len() > MAX_DECLARED && tools.len() <= MAX_DECLARED {
+            problems.push(Problem::new(
+                "tools",
+                format!(
+                    "the request declares {} tools, more than {MAX_DECLARED}",
+                    decls.len()
+                ),
+            ));
+        }
+        decls.truncate(MAX_DECLARED);
         let mut own = NameSet::default();
-        let mut specs = FxHashMap::default();
+        let mut specs = ToolTable::default();
         declare(
             &mut specs,
             &mut own,
@@ -51,13 +59,18 @@ impl RequestTools {
             policy.validate_formats,
             &mut problems,
         );
-        out.extend(problems.into_iter().map(|problem| Violation {
-            code: ViolationCode::InvalidToolSchema,
-            call: None,
-            tool: problem.tool.clone(),
-            path: None,
-            message: format!("the request declares an invalid tool: {problem}"),
-        }));
+        out.extend(
+            problems
+                .into_iter()
+                .filter(Problem::is_error)
+                .map(|problem| Violation {
+                    code: ViolationCode::InvalidToolSchema,
+                    call: None,
+                    tool: problem.tool.clone(),
+                    path: None,
+                    message: format!("the request declares an invalid tool: {problem}"),
+                }),
+        );
         let mut names = NameSet::new(policy.declared.names().iter().map(String::as_str));
         for name in own.names() {
             names.insert(name);

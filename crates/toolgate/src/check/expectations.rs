@@ -3,10 +3,13 @@
 //! kind the policy sets scores between 0 and 1; the expectation score is
 //! their mean. Failures use the exact wordings users already key on.
 
+use std::cell::OnceCell;
+
 use serde_json::Value;
 
 use crate::check::score::Ratio;
 use crate::model::Arguments;
+use crate::policy::names::ToolKey;
 use crate::policy::{Expectations, Policy};
 use crate::verdict::{CallVerdict, Violation, ViolationCode};
 
@@ -162,14 +165,26 @@ fn validate_args(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome
     if expect.validate_args.is_empty() {
         return;
     }
+    // A call of the tool under any spelling of its name counts (see
+    // `ToolKey::meets`); names are folded once, and only when not equal.
+    let call_keys: Vec<OnceCell<ToolKey>> = calls.iter().map(|_| OnceCell::new()).collect();
     let mut matched = 0;
     for pair in &expect.validate_args {
-        let met = called(calls, &pair.tool).any(|call| match &call.arguments {
-            Arguments::Object(map) => map
-                .get(&pair.arg)
-                .is_some_and(|value| json_eq(value, &pair.value)),
-            Arguments::Text(_) | Arguments::Invalid(_) => false,
+        let pair_key = OnceCell::new();
+        let of_tool = calls.iter().zip(&call_keys).filter(|(call, key)| {
+            call.name == pair.tool
+                || key
+                    .get_or_init(|| ToolKey::of(&call.name))
+                    .meets(pair_key.get_or_init(|| ToolKey::of(&pair.tool)))
         });
+        let met = of_tool
+            .map(|(call, _)| call)
+            .any(|call| match &call.arguments {
+                Arguments::Object(map) => map
+                    .get(&pair.arg)
+                    .is_some_and(|value| json_eq(value, &pair.value)),
+                Arguments::Text(_) | Arguments::Invalid(_) => false,
+            });
         if met {
             matched += 1;
         } else {

@@ -1,15 +1,24 @@
 //! Who may call what (CONTRACT section 6): callers, roles, CEL rules on the
 //! arguments, and per-tool rate limits. Rules are compiled at load; a rule
-//! that names a variable other than `args`, `tool` and `caller` can never
-//! hold, so it is a load problem.
+//! that names a variable other than `args`, `tool` and `caller` (or one a
+//! macro such as `all(r, ...)` binds, within that macro) can never hold, so
+//! it is a load problem.
+//!
+//! Rules, limits and a role's `forbid` apply to every call of their tool,
+//! whatever the spelling of its name (case, separators, look-alike
+//! characters, namespaces: see [`ToolKey`](crate::policy::names::ToolKey));
+//! a role's `allow` names exactly the tools it allows.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use cel::common::ast::{EntryExpr, Expr};
+use cel::IdedExpr;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::policy::names::NameSet;
+use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::Problem;
 
 /// One configured caller. Its API key is never stored, only its SHA-256.
@@ -25,6 +34,9 @@ pub struct CallerEntry {
 }
 
 /// What a role allows and forbids. `*` allows (or forbids) every tool.
+/// `allow` is matched exactly (a look-alike of an allowed tool is not
+/// allowed: fail closed); `forbid` catches look-alikes and namespaced
+/// spellings too.
 #[derive(Debug, Clone, Default)]
 pub struct Role {
     pub(crate) allow: Vec<String>,
@@ -95,7 +107,11 @@ pub struct Access {
     pub caller_header: Option<String>,
     pub(crate) roles: HashMap<String, Role>,
     pub(crate) rules: Vec<Rule>,
+    /// The rules written for a tool (not `*`), by tool name.
+    pub(crate) rule_tools: PerTool,
     pub limits: Vec<RateLimit>,
+    /// The limits written for a tool (not `*`), by tool name.
+    pub(crate) limit_tools: PerTool,
     /// `memory` (the default) or a `redis://` URL.
     pub limits_backend: Option<String>,
 }
@@ -105,6 +121,58 @@ impl Access {
     #[must_use]
     pub fn has_roles(&self) -> bool {
         !self.roles.is_empty()
+    }
+
+    /// The rules that apply to a call of `name`, in order: those for `*`
+    /// and those written for the same tool.
+    pub(crate) fn rules_for(&self, name: &str) -> impl Iterator<Item = &Rule> + '_ {
+        let mine = self.rule_tools.positions(name);
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(move |(at, rule)| rule.tool == "*" || mine.binary_search(at).is_ok())
+            .map(|(_, rule)| rule)
+    }
+
+    /// The rate limits that count a call of `name`, with their place in
+    /// `limits`.
+    pub(crate) fn limits_for(&self, name: &str) -> impl Iterator<Item = (usize, &RateLimit)> + '_ {
+        let mine = self.limit_tools.positions(name);
+        self.limits
+            .iter()
+            .enumerate()
+            .filter(move |(at, limit)| limit.tool == "*" || mine.binary_search(at).is_ok())
+    }
+}
+
+/// Entries of a list (rules, limits) written for a tool by name, found from
+/// a call's name whatever its spelling; `*` entries are not indexed.
+#[derive(Debug, Default)]
+pub(crate) struct PerTool {
+    index: ToolIndex,
+    /// The place in the list of each indexed entry.
+    places: Vec<usize>,
+}
+
+impl PerTool {
+    fn new<'a>(tools: impl Iterator<Item = &'a str>) -> Self {
+        let mut per_tool = PerTool::default();
+        for (at, tool) in tools.enumerate() {
+            if tool != "*" {
+                per_tool.index.insert(tool);
+                per_tool.places.push(at);
+            }
+        }
+        per_tool
+    }
+
+    /// The places of the entries a call of `name` meets, ascending.
+    fn positions(&self, name: &str) -> Cow<'_, [usize]> {
+        let found = self.index.find(name);
+        if found.is_empty() {
+            return Cow::Borrowed(&[]);
+        }
+        Cow::Owned(found.iter().map(|&id| self.places[id]).collect())
     }
 }
 
@@ -168,12 +236,11 @@ pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
                 continue;
             }
         };
-        let references = program.references();
-        for variable in references.variables() {
+        for variable in free_variables(program.expression()) {
             if !RULE_VARIABLES.contains(&variable) {
                 problems.push(Problem::new(
                     &path,
-                    format!("the rule reads `{variable}`, which is unknown; a rule sees `args`, `tool` and `caller`"),
+                    format!("the rule reads `{variable}`, which is unknown; a rule sees `args`, `tool` and `caller`, and the variables its macros bind (`all(r, ...)`) inside them"),
                 ));
             }
         }
@@ -187,6 +254,94 @@ pub(crate) fn rules(value: &Value, problems: &mut Vec<Problem>) -> Vec<Rule> {
         });
     }
     rules
+}
+
+/// The rules' tools, indexed once the rules are read.
+pub(crate) fn rule_tools(rules: &[Rule]) -> PerTool {
+    PerTool::new(rules.iter().map(|rule| rule.tool.as_str()))
+}
+
+/// The limits' tools, indexed once the limits are read.
+pub(crate) fn limit_tools(limits: &[RateLimit]) -> PerTool {
+    PerTool::new(limits.iter().map(|limit| limit.tool.as_str()))
+}
+
+/// The variables an expression reads that nothing inside it binds, each
+/// once, in order of appearance. The comprehension macros (`all`,
+/// `exists`, `exists_one`, `filter`, `map`) bind their variable in their
+/// body only: `args.to.all(r, r.endsWith("@example.com"))` reads `args`,
+/// and `r` outside the macro is unknown.
+fn free_variables(expr: &IdedExpr) -> Vec<&str> {
+    let mut free = Vec::new();
+    let mut bound = Vec::new();
+    walk(expr, &mut bound, &mut free);
+    free
+}
+
+fn walk<'e>(expr: &'e IdedExpr, bound: &mut Vec<&'e str>, free: &mut Vec<&'e str>) {
+    match &expr.expr {
+        Expr::Unspecified | Expr::Literal(_) => {}
+        // `@result` and the like are the macros' own accumulators.
+        Expr::Ident(name) => {
+            if !name.starts_with('@')
+                && !bound.contains(&name.as_str())
+                && !free.contains(&name.as_str())
+            {
+                free.push(name);
+            }
+        }
+        Expr::Select(select) => walk(&select.operand, bound, free),
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                walk(target, bound, free);
+            }
+            for arg in &call.args {
+                walk(arg, bound, free);
+            }
+        }
+        Expr::List(list) => {
+            for element in &list.elements {
+                walk(element, bound, free);
+            }
+        }
+        Expr::Map(map) => {
+            for entry in &map.entries {
+                walk_entry(&entry.expr, bound, free);
+            }
+        }
+        Expr::Struct(object) => {
+            for entry in &object.entries {
+                walk_entry(&entry.expr, bound, free);
+            }
+        }
+        Expr::Comprehension(comprehension) => {
+            // The range and the initial value are read outside the macro.
+            walk(&comprehension.iter_range, bound, free);
+            walk(&comprehension.accu_init, bound, free);
+            let outer = bound.len();
+            bound.push(&comprehension.accu_var);
+            bound.push(&comprehension.iter_var);
+            if let Some(second) = &comprehension.iter_var2 {
+                bound.push(second);
+            }
+            walk(&comprehension.loop_cond, bound, free);
+            walk(&comprehension.loop_step, bound, free);
+            // The result sees the accumulator only.
+            bound.truncate(outer + 1);
+            walk(&comprehension.result, bound, free);
+            bound.truncate(outer);
+        }
+    }
+}
+
+fn walk_entry<'e>(entry: &'e EntryExpr, bound: &mut Vec<&'e str>, free: &mut Vec<&'e str>) {
+    match entry {
+        EntryExpr::StructField(field) => walk(&field.value, bound, free),
+        EntryExpr::MapEntry(pair) => {
+            walk(&pair.key, bound, free);
+            walk(&pair.value, bound, free);
+        }
+    }
 }
 
 /// The first `args.<name>` (or `args["name"]`) in a rule's text.

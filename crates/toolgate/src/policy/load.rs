@@ -4,16 +4,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rustc_hash::FxHashMap;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::detect::{parse_object, Limits};
 use crate::policy::access::{self, Access};
-use crate::policy::names::NameSet;
+use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, ToolDecl};
-use crate::policy::{ArgExpectation, AuditSettings, GatewaySettings, Policy, Problem, ToolSpec};
+use crate::policy::{
+    ArgExpectation, AuditSettings, GatewaySettings, Policy, Problem, ToolSpec, ToolTable,
+};
 
 /// Every top-level key, canonical spelling first, then the seed aliases.
 const TOP_KEYS: [(&str, &[&str]); 24] = [
@@ -252,14 +253,7 @@ impl Loader<'_> {
         if let Some((key, v)) = get("max_tools") {
             policy.expect.max_tools = self.count(key, v);
         }
-        if let (Some(min), Some(max)) = (policy.expect.min_tools, policy.expect.max_tools) {
-            if min > max {
-                self.problem(
-                    "min_tools",
-                    format!("min_tools ({min}) is more than max_tools ({max})"),
-                );
-            }
-        }
+        self.min_not_above_max(policy.expect.min_tools, policy.expect.max_tools);
         if let Some((key, v)) = get("required_params") {
             self.required_params(&mut policy, key, v);
         }
@@ -269,7 +263,66 @@ impl Loader<'_> {
         if let Some((key, v)) = get("validate_args") {
             self.validate_args(&mut policy, key, v);
         }
+        self.user_checks_meet_declarations(&mut policy);
         policy
+    }
+
+    fn min_not_above_max(&mut self, min: Option<usize>, max: Option<usize>) {
+        if let (Some(min), Some(max)) = (min, max) {
+            if min > max {
+                self.problem(
+                    "min_tools",
+                    format!("min_tools ({min}) is more than max_tools ({max})"),
+                );
+            }
+        }
+    }
+
+    /// Where the user's own checks (`schema`, `required_params`) meet the
+    /// declarations of the same tools. They apply to every call of the
+    /// tool, so a declaration without parameters no longer refuses
+    /// arguments, and a hosted or custom tool, whose arguments the
+    /// provider's declaration does not describe, still gets them: lint says
+    /// so, since the declaration reads as if it switched them off.
+    fn user_checks_meet_declarations(&mut self, policy: &mut Policy) {
+        for (name, spec) in policy.tools.iter_mut() {
+            let schemas = policy.schemas.find(name).count();
+            let required = policy.required.find(name).any(|params| !params.is_empty());
+            if schemas > 0 || required {
+                spec.takes_no_arguments = false;
+            }
+        }
+        let user = policy
+            .schemas
+            .iter()
+            .map(|(tool, _)| ("schema", tool))
+            .chain(
+                policy
+                    .required
+                    .iter()
+                    .map(|(tool, _)| ("required_params", tool)),
+            );
+        for (key, tool) in user {
+            let Some(kind) = policy
+                .tools
+                .find(tool)
+                .into_iter()
+                .map(|spec| &spec.kind)
+                .find(|kind| **kind != DeclaredKind::Function)
+            else {
+                continue;
+            };
+            let message = match kind {
+                DeclaredKind::Typed(tool_type) => format!(
+                    "tool '{tool}' is declared as the hosted tool `{tool_type}`, whose arguments no schema of the provider's checks; this `{key}` still applies to every call of '{tool}'"
+                ),
+                DeclaredKind::Custom | DeclaredKind::Function => format!(
+                    "tool '{tool}' is declared as a custom tool that takes freeform text; this `{key}` still applies, so a call that sends text is refused as malformed_arguments"
+                ),
+            };
+            self.problems
+                .push(Problem::warning(&join(key, tool), message).for_tool(tool));
+        }
     }
 
     /// Callers, roles, rules and rate limits (CONTRACT section 6).
@@ -292,9 +345,11 @@ impl Loader<'_> {
         }
         if let Some((_, v)) = get("rules") {
             access.rules = access::rules(v, &mut self.problems);
+            access.rule_tools = access::rule_tools(&access.rules);
         }
         if let Some((_, v)) = get("limits") {
             access.limits = access::limits(v, &mut self.problems);
+            access.limit_tools = access::limit_tools(&access.limits);
         }
         if let Some((key, v)) = get("limits_backend") {
             match v.as_str() {
@@ -422,10 +477,7 @@ impl Loader<'_> {
             return;
         };
         for (at, item) in items.iter().enumerate() {
-            let item_path = format!("{path}[{at}]");
-            if let Some(decl) = parse_tool(item, &item_path, &mut self.problems) {
-                decls.push((item_path, decl));
-            }
+            parse_tool(item, &format!("{path}[{at}]"), &mut self.problems, decls);
         }
     }
 
@@ -494,9 +546,9 @@ impl Loader<'_> {
         };
         for (tool, params) in map {
             let params = self.names(&join(path, tool), params, false);
-            let spec = policy.tools.entry(tool.clone()).or_default();
-            spec.takes_no_arguments &= params.is_empty();
-            spec.required.extend(params);
+            if let Err(other) = policy.required.insert(tool, params) {
+                self.problems.push(same_tool(path, other, tool));
+            }
         }
     }
 
@@ -508,9 +560,9 @@ impl Loader<'_> {
         for (tool, schema) in map {
             match ArgumentSchema::compile(schema, validate_formats) {
                 Ok(compiled) => {
-                    let spec = policy.tools.entry(tool.clone()).or_default();
-                    spec.takes_no_arguments = false;
-                    spec.schemas.push(compiled);
+                    if let Err(other) = policy.schemas.insert(tool, compiled) {
+                        self.problems.push(same_tool(path, other, tool));
+                    }
                 }
                 Err(why) => self.problem(
                     &join(path, tool),
@@ -525,7 +577,15 @@ impl Loader<'_> {
             self.problem(path, "must map tool names to {argument: expected value}");
             return;
         };
+        let mut tools = ToolIndex::default();
+        let mut written: Vec<&str> = Vec::new();
         for (tool, args) in map {
+            if let Some(other) = tools.same_tool(tool) {
+                self.problems.push(same_tool(path, written[other], tool));
+                continue;
+            }
+            tools.insert(tool);
+            written.push(tool);
             let Some(args) = args.as_object() else {
                 self.problem(
                     &join(path, tool),
@@ -544,10 +604,22 @@ impl Loader<'_> {
     }
 }
 
+/// Two entries of one per-tool map that name the same tool once folded:
+/// which one a call would meet cannot be told.
+fn same_tool(path: &str, first: &str, second: &str) -> Problem {
+    Problem::new(
+        &join(path, second),
+        format!(
+            "`{first}` and `{second}` name the same tool (once case, separators, look-alike characters and namespaces are set aside); keep one"
+        ),
+    )
+    .for_tool(second)
+}
+
 /// Add declared tools to `tools` and `declared`, compiling their schemas.
 /// Shared by policy loading and by tools a request declares.
 pub(crate) fn declare(
-    tools: &mut FxHashMap<String, ToolSpec>,
+    tools: &mut ToolTable,
     declared: &mut NameSet,
     decls: Vec<(String, ToolDecl)>,
     validate_formats: bool,
@@ -565,17 +637,14 @@ pub(crate) fn declare(
         for alias in &decl.aliases {
             declared.insert(alias);
         }
-        let mut spec = ToolSpec {
-            declared: Some(decl.kind.clone()),
-            ..ToolSpec::default()
-        };
+        let mut spec = ToolSpec::new(decl.kind.clone());
         if decl.kind == DeclaredKind::Function {
             match &decl.parameters {
                 None => spec.takes_no_arguments = true,
                 Some(parameters) => {
                     spec.takes_no_arguments = declares_no_parameters(parameters);
                     match ArgumentSchema::compile(parameters, validate_formats) {
-                        Ok(schema) => spec.schemas.push(schema),
+                        Ok(schema) => spec.schema = Some(schema),
                         Err(why) => problems.push(
                             Problem::new(
                                 &path,
@@ -587,13 +656,10 @@ pub(crate) fn declare(
                 }
             }
         }
-        for alias in decl.aliases {
-            tools.entry(alias).or_insert_with(|| ToolSpec {
-                declared: Some(decl.kind.clone()),
-                ..ToolSpec::default()
-            });
+        tools.insert(&decl.name, spec);
+        for alias in &decl.aliases {
+            tools.insert(alias, ToolSpec::new(decl.kind.clone()));
         }
-        tools.insert(decl.name, spec);
     }
 }
 
@@ -633,6 +699,67 @@ mod tests {
         assert!(found
             .iter()
             .any(|p| p.starts_with("schema.a: tool 'a' has an invalid schema")));
+    }
+
+    #[test]
+    fn a_hosted_tool_beside_checks_of_the_users_is_a_warning() {
+        let policy = json!({
+            "tools": [
+                {"type": "bash_20250124", "name": "bash"},
+                {"type": "web_search"},
+                {"type": "custom", "name": "write_note"},
+                {"type": "function", "function": {"name": "search"}}
+            ],
+            "schema": {"bash": {"type": "object"}, "Web-Search": {"type": "object"}, "write_note": {"type": "object"}, "search": {"type": "object"}},
+            "required_params": {"bash": ["command"], "other": ["x"]}
+        });
+        let (_, found) = compile(&policy, None);
+        let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert!(found.iter().all(|p| !p.is_error()), "{lines:#?}");
+        assert_eq!(lines, [
+            "schema.bash: warning: tool 'bash' is declared as the hosted tool `bash_20250124`, whose arguments no schema of the provider's checks; this `schema` still applies to every call of 'bash'",
+            "schema.Web-Search: warning: tool 'Web-Search' is declared as the hosted tool `web_search`, whose arguments no schema of the provider's checks; this `schema` still applies to every call of 'Web-Search'",
+            "schema.write_note: warning: tool 'write_note' is declared as a custom tool that takes freeform text; this `schema` still applies, so a call that sends text is refused as malformed_arguments",
+            "required_params.bash: warning: tool 'bash' is declared as the hosted tool `bash_20250124`, whose arguments no schema of the provider's checks; this `required_params` still applies to every call of 'bash'",
+        ]);
+        assert_eq!(found[0].tool.as_deref(), Some("bash"));
+        // The policy loads, with its warnings, and applies the checks.
+        let policy = Policy::from_value(&policy, None).unwrap();
+        assert_eq!(policy.warnings().len(), 4);
+    }
+
+    #[test]
+    fn an_error_stops_loading_and_comes_first() {
+        let err = Policy::from_value(
+            &json!({"tools": [{"type": "bash_20250124", "name": "bash"}], "schema": {"bash": {"type": "object"}},
+                    "max_tools": "x"}),
+            None,
+        )
+        .unwrap_err();
+        let problems = err.problems();
+        assert_eq!(problems.len(), 2);
+        assert!(
+            problems[0].is_error() && !problems[1].is_error(),
+            "{problems:?}"
+        );
+        assert!(
+            err.to_string().starts_with("invalid policy: max_tools: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_declaration_without_parameters_gives_way_to_checks_of_the_users() {
+        let policy = Policy::from_value(
+            &json!({"tools": [{"name": "ping"}, {"name": "pong"}, {"name": "peng"}],
+                    "schema": {"Ping": {"type": "object"}}, "required_params": {"pong": ["x"], "peng": []}}),
+            None,
+        )
+        .unwrap();
+        let takes_none = |name: &str| policy.tools.find(name)[0].takes_no_arguments;
+        assert!(!takes_none("ping"));
+        assert!(!takes_none("pong"));
+        assert!(takes_none("peng"));
     }
 
     #[test]

@@ -7,12 +7,14 @@
 //! nothing again. [`lint`] reports every problem of a file at once.
 
 pub mod access;
+mod gemini;
 mod load;
 pub mod names;
 pub mod schema;
+mod table;
 pub mod tools;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -21,8 +23,9 @@ use serde_json::Value;
 
 use self::access::Access;
 pub(crate) use self::load::declare;
-use self::names::NameSet;
+use self::names::{Keyed, NameSet};
 use self::schema::ArgumentSchema;
+pub(crate) use self::table::{ToolSpec, ToolTable};
 pub(crate) use self::tools::parse_tool;
 pub use self::tools::{DeclaredKind, ToolDecl};
 use crate::detect::Limits;
@@ -31,8 +34,13 @@ use crate::detect::Limits;
 /// or [`Policy::from_value`]; `Policy::default()` allows every call.
 #[derive(Debug)]
 pub struct Policy {
-    /// Per tool name: its declaration, schemas and required parameters.
-    pub(crate) tools: FxHashMap<String, ToolSpec>,
+    /// The declared tools (`tools`, `tools_file`) and what each declares.
+    pub(crate) tools: ToolTable,
+    /// `schema`: the user's own JSON Schemas, per tool. They apply to every
+    /// call of the tool, whatever its declaration (a hosted tool's too).
+    pub(crate) schemas: Keyed<ArgumentSchema>,
+    /// `required_params`, per tool; applies like `schemas`.
+    pub(crate) required: Keyed<Vec<String>>,
     /// Names of the declared tools (and the names hosted tools are called by).
     pub(crate) declared: NameSet,
     /// `allowed_functions`, when set.
@@ -52,12 +60,17 @@ pub struct Policy {
     pub(crate) audit: AuditSettings,
     /// Callers, roles, rules and rate limits (CONTRACT section 6).
     pub(crate) access: Access,
+    /// What `policy lint` warns about: the policy loads and applies them
+    /// as written.
+    pub(crate) warnings: Vec<Problem>,
 }
 
 impl Default for Policy {
     fn default() -> Self {
         Policy {
-            tools: FxHashMap::default(),
+            tools: ToolTable::default(),
+            schemas: Keyed::default(),
+            required: Keyed::default(),
             declared: NameSet::default(),
             allowed: None,
             forbidden: NameSet::default(),
@@ -70,20 +83,9 @@ impl Default for Policy {
             gateway: GatewaySettings::default(),
             audit: AuditSettings::default(),
             access: Access::default(),
+            warnings: Vec::new(),
         }
     }
-}
-
-/// What the policy says about one tool name.
-#[derive(Debug, Default)]
-pub(crate) struct ToolSpec {
-    /// How the tool was declared in `tools`; `None` when it is only named by
-    /// `schema` or `required_params`.
-    pub(crate) declared: Option<DeclaredKind>,
-    /// Declared with no parameters: any argument is unexpected.
-    pub(crate) takes_no_arguments: bool,
-    pub(crate) required: Vec<String>,
-    pub(crate) schemas: Vec<ArgumentSchema>,
 }
 
 /// What the agent was expected to do: the expectation kinds of the score.
@@ -229,13 +231,25 @@ impl Policy {
     }
 
     /// Compile a policy from its JSON value.
+    /// Warnings do not stop a policy from loading: they are kept, and
+    /// [`Policy::warnings`] lists them.
     pub fn from_value(value: &Value, base_dir: Option<&Path>) -> Result<Policy, PolicyError> {
-        let (policy, problems) = load::compile(value, base_dir);
-        if problems.is_empty() {
-            Ok(policy)
-        } else {
+        let (mut policy, mut problems) = load::compile(value, base_dir);
+        if problems.iter().any(Problem::is_error) {
+            // Errors first: the first problem is the one a message shows.
+            problems.sort_by_key(|problem| problem.severity);
             Err(PolicyError::Invalid(problems))
+        } else {
+            policy.warnings = problems;
+            Ok(policy)
         }
+    }
+
+    /// What `policy lint` warns about in this policy, which loaded and
+    /// applies as written (a hosted tool with a `schema` of the user's, ...).
+    #[must_use]
+    pub fn warnings(&self) -> &[Problem] {
+        &self.warnings
     }
 
     /// The bounds payloads are read within (`input_limits`).
@@ -285,7 +299,7 @@ impl Policy {
         }
         let only = Value::Object(overrides.clone());
         let (parsed, problems) = load::compile(&only, None);
-        if !problems.is_empty() {
+        if problems.iter().any(Problem::is_error) {
             return Some(Err(PolicyError::Invalid(problems)));
         }
         let mut merged = self.expect.clone();
@@ -352,7 +366,8 @@ pub fn read_value(path: impl AsRef<Path>) -> Result<Value, PolicyError> {
     load::parse_text(&text).map_err(|problem| PolicyError::Invalid(vec![problem]))
 }
 
-/// Every problem in a policy file, at once; empty when it loads.
+/// Every problem in a policy file, at once, warnings included; the policy
+/// loads when none is an error ([`Problem::is_error`]).
 #[must_use]
 pub fn lint(path: impl AsRef<Path>) -> Vec<Problem> {
     let path = path.as_ref();
@@ -376,6 +391,18 @@ pub struct Problem {
     pub message: String,
     /// The tool the problem is about, when it is about one.
     pub tool: Option<String>,
+    /// An error stops the policy from loading; a warning does not.
+    pub severity: Severity,
+}
+
+/// How much a [`Problem`] matters. Errors sort first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// The policy does not load.
+    Error,
+    /// The policy loads and applies as written, which may not be what its
+    /// author meant: `policy lint` reports it.
+    Warning,
 }
 
 impl Problem {
@@ -384,7 +411,22 @@ impl Problem {
             path: path.to_owned(),
             message: message.into(),
             tool: None,
+            severity: Severity::Error,
         }
+    }
+
+    /// A problem that does not stop the policy from loading.
+    pub(crate) fn warning(path: &str, message: impl Into<String>) -> Self {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::new(path, message)
+        }
+    }
+
+    /// Whether the problem stops the policy from loading.
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
     }
 
     /// The same problem, about `tool`.
@@ -396,11 +438,13 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
+        if !self.path.is_empty() {
+            write!(f, "{}: ", self.path)?;
         }
+        if self.severity == Severity::Warning {
+            f.write_str("warning: ")?;
+        }
+        f.write_str(&self.message)
     }
 }
 

@@ -3,6 +3,18 @@
 //! whitespace, separators, invisible characters or Unicode confusables is
 //! recognised as that name, so it can never slip past `forbidden` and a
 //! model is told which tool it meant.
+//!
+//! A name may also carry a namespace that is not part of the tool's own
+//! name: OpenAI's `functions.`, Gemini's `default_api.`, Claude Code's
+//! `mcp__<server>__<tool>` and Amazon Bedrock `AgentCore`'s
+//! `<target>___<tool>`. [`ToolKey`] reduces a name to its folded tool and,
+//! for the last two, its folded server; [`ToolIndex`] finds, for a call's
+//! name, every entry written for the same tool (exact spelling first, so
+//! that a listed name costs one hash lookup).
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
@@ -12,13 +24,25 @@ use rustc_hash::FxHashMap;
 /// of Unicode TR39 so that `dеlete` (Cyrillic `е`) and `delete` meet.
 #[must_use]
 pub fn fold(name: &str) -> String {
+    squash(&visible_skeleton(name))
+}
+
+/// The name trimmed, case folded, reduced to its TR39 skeleton and without
+/// invisible characters; separators are kept, so that a namespace can still
+/// be told from the name.
+fn visible_skeleton(name: &str) -> String {
     let lower = name.trim().to_lowercase();
     let skeleton: String = unicode_security::skeleton(&lower).collect();
     skeleton
         .to_lowercase()
         .chars()
-        .filter(|&c| !is_separator(c) && !is_invisible(c))
+        .filter(|&c| !is_invisible(c))
         .collect()
+}
+
+/// Drop the separators of a visible skeleton.
+fn squash(text: &str) -> String {
+    text.chars().filter(|&c| !is_separator(c)).collect()
 }
 
 fn is_separator(c: char) -> bool {
@@ -40,14 +64,249 @@ fn is_invisible(c: char) -> bool {
         | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0000..=0xE0FFF)
 }
 
+/// Namespaces a provider puts before every function name, with no identity
+/// of their own: OpenAI's internal `functions.` and the `default_api.` of
+/// Gemini's generated code. As visible skeletons (see [`visible_skeleton`]).
+fn provider_prefixes() -> &'static [String; 2] {
+    static PREFIXES: OnceLock<[String; 2]> = OnceLock::new();
+    PREFIXES.get_or_init(|| ["functions.", "default_api."].map(visible_skeleton))
+}
+
+/// Claude Code's MCP prefix (`mcp__<server>__<tool>`), as a visible skeleton.
+fn mcp_prefix() -> &'static str {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    PREFIX.get_or_init(|| visible_skeleton("mcp__"))
+}
+
+/// What a tool name identifies, once folded (see [`fold`]): the tool, and
+/// the server it is namespaced under, if any. `functions.delete_user`,
+/// `default_api.Delete_User` and `delete-user` are the tool `deleteuser`
+/// with no server; `mcp__db__delete_user` (Claude Code) and
+/// `db___delete_user` (Bedrock `AgentCore`) are `deleteuser` on server `db`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ToolKey {
+    pub server: Option<String>,
+    pub tool: String,
+}
+
+impl ToolKey {
+    /// The key of `name`. The checks of one call look its name up in
+    /// several indexes; the last key computed on this thread is kept (for a
+    /// name of ordinary length), so that the name is folded once.
+    #[must_use]
+    pub fn of(name: &str) -> ToolKey {
+        if name.len() > 256 {
+            return ToolKey::compute(name);
+        }
+        thread_local! {
+            static LAST: RefCell<Option<(String, ToolKey)>> = const { RefCell::new(None) };
+        }
+        LAST.with(|last| {
+            if let Some((seen, key)) = &*last.borrow() {
+                if seen == name {
+                    return key.clone();
+                }
+            }
+            let key = ToolKey::compute(name);
+            *last.borrow_mut() = Some((name.to_owned(), key.clone()));
+            key
+        })
+    }
+
+    fn compute(name: &str) -> ToolKey {
+        let text = visible_skeleton(name);
+        let (server, tool) = split_server(without_provider(&text));
+        let server = server.map(squash).filter(|s| !s.is_empty());
+        ToolKey {
+            server,
+            tool: squash(without_provider(tool)),
+        }
+    }
+
+    /// Whether a call named by one key may reach the tool an entry written
+    /// for the other names: the same tool, on the same server or where
+    /// either leaves the server open. An entry for `delete_user` applies to
+    /// `mcp__db__delete_user`, and an entry for `mcp__db__delete_user` to a
+    /// call of `delete_user` (which server runs it cannot be told), but not
+    /// to `mcp__crm__delete_user`.
+    #[must_use]
+    pub fn meets(&self, other: &ToolKey) -> bool {
+        self.tool == other.tool
+            && (self.server.is_none() || other.server.is_none() || self.server == other.server)
+    }
+}
+
+/// `text` without its provider namespaces, as often as they are repeated;
+/// never the whole name.
+fn without_provider(text: &str) -> &str {
+    let mut rest = text;
+    while let Some(stripped) = provider_prefixes()
+        .iter()
+        .find_map(|prefix| rest.strip_prefix(prefix.as_str()))
+        .filter(|stripped| !squash(stripped).is_empty())
+    {
+        rest = stripped;
+    }
+    rest
+}
+
+/// `mcp__<server>__<tool>` and `<target>___<tool>` split into server and
+/// tool; any other name is a tool alone.
+fn split_server(text: &str) -> (Option<&str>, &str) {
+    let named = |server: &str, tool: &str| !squash(server).is_empty() && !squash(tool).is_empty();
+    if let Some(after) = text.strip_prefix(mcp_prefix()) {
+        if let Some((server, tool)) = after.split_once("__") {
+            if named(server, tool) {
+                return (Some(server), tool);
+            }
+        }
+    }
+    if let Some((target, tool)) = text.split_once("___") {
+        if named(target, tool) {
+            return (Some(target), tool);
+        }
+    }
+    (None, text)
+}
+
+/// Entries written for tool names, found from a call's name: every entry
+/// whose [`ToolKey`] the name's key [meets](ToolKey::meets). A name spelled
+/// exactly as an entry costs one hash lookup; any other is folded once.
+#[derive(Debug, Clone, Default)]
+pub struct ToolIndex {
+    keys: Vec<ToolKey>,
+    /// The first entry spelled exactly so.
+    exact: FxHashMap<String, usize>,
+    /// Per entry: every entry its name meets (itself included), in order.
+    meets: Vec<Vec<usize>>,
+    /// Per folded tool: its entries.
+    by_tool: FxHashMap<String, Vec<usize>>,
+}
+
+impl ToolIndex {
+    /// Add an entry for `name`; its number is the count of entries before.
+    pub fn insert(&mut self, name: &str) -> usize {
+        let key = ToolKey::of(name);
+        let at = self.keys.len();
+        let mut mine = Vec::new();
+        if let Some(same_tool) = self.by_tool.get(&key.tool) {
+            for &other in same_tool {
+                if self.keys[other].meets(&key) {
+                    self.meets[other].push(at);
+                    mine.push(other);
+                }
+            }
+        }
+        mine.push(at);
+        self.meets.push(mine);
+        self.by_tool.entry(key.tool.clone()).or_default().push(at);
+        self.keys.push(key);
+        self.exact.entry(name.to_owned()).or_insert(at);
+        at
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The first entry spelled exactly `name`.
+    #[must_use]
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.exact.get(name).copied()
+    }
+
+    /// An entry whose name is the same tool as `name` once folded (same
+    /// tool, same server or both none): `send_email` for `SendEmail`,
+    /// `search` for `functions.search`, but not `search` for
+    /// `mcp__db__search`.
+    #[must_use]
+    pub fn same_tool(&self, name: &str) -> Option<usize> {
+        if let Some(at) = self.position(name) {
+            return Some(at);
+        }
+        let key = ToolKey::of(name);
+        self.by_tool
+            .get(&key.tool)?
+            .iter()
+            .copied()
+            .find(|&at| self.keys[at] == key)
+    }
+
+    /// Every entry a call named `name` meets, in order of insertion.
+    #[must_use]
+    pub fn find(&self, name: &str) -> Cow<'_, [usize]> {
+        if let Some(&at) = self.exact.get(name) {
+            return Cow::Borrowed(&self.meets[at]);
+        }
+        if self.keys.is_empty() {
+            return Cow::Borrowed(&[]);
+        }
+        let key = ToolKey::of(name);
+        match self.by_tool.get(&key.tool) {
+            None => Cow::Borrowed(&[]),
+            Some(same_tool) => Cow::Owned(
+                same_tool
+                    .iter()
+                    .copied()
+                    .filter(|&at| self.keys[at].meets(&key))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Values written per tool name (`schema`, `required_params`): a call finds
+/// every entry written for its tool, whatever the spelling. Two entries for
+/// the same tool (`send_email` and `SendEmail`) cannot be told apart, so
+/// [`Keyed::insert`] refuses the second.
+#[derive(Debug)]
+pub(crate) struct Keyed<T> {
+    entries: Vec<(String, T)>,
+    index: ToolIndex,
+}
+
+impl<T> Default for Keyed<T> {
+    fn default() -> Self {
+        Keyed {
+            entries: Vec::new(),
+            index: ToolIndex::default(),
+        }
+    }
+}
+
+impl<T> Keyed<T> {
+    /// Add `value` for `name`; `Err` with the name already written for the
+    /// same tool.
+    pub(crate) fn insert(&mut self, name: &str, value: T) -> Result<(), &str> {
+        if let Some(at) = self.index.same_tool(name) {
+            return Err(&self.entries[at].0);
+        }
+        self.index.insert(name);
+        self.entries.push((name.to_owned(), value));
+        Ok(())
+    }
+
+    /// Every value written for the tool `name` calls.
+    pub(crate) fn find(&self, name: &str) -> impl Iterator<Item = &T> + '_ {
+        let found = self.index.find(name);
+        (0..found.len()).map(move |i| &self.entries[found[i]].1)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
+        self.entries
+            .iter()
+            .map(|(name, value)| (name.as_str(), value))
+    }
+}
+
 /// A set of tool names, matched exactly, with their folded forms for
 /// look-alike detection and suggestions.
 #[derive(Debug, Clone, Default)]
 pub struct NameSet {
-    exact: FxHashMap<String, usize>,
-    folded: FxHashMap<String, usize>,
     names: Vec<String>,
-    /// `fold` of each name, in the order of `names`.
+    index: ToolIndex,
+    /// `fold` of each name, in the order of `names`, for suggestions.
     folds: Vec<String>,
 }
 
@@ -61,15 +320,12 @@ impl NameSet {
     }
 
     pub fn insert(&mut self, name: &str) {
-        if self.exact.contains_key(name) {
+        if self.index.position(name).is_some() {
             return;
         }
-        let at = self.names.len();
-        let folded = fold(name);
+        self.index.insert(name);
         self.names.push(name.to_owned());
-        self.exact.insert(name.to_owned(), at);
-        self.folded.entry(folded.clone()).or_insert(at);
-        self.folds.push(folded);
+        self.folds.push(fold(name));
     }
 
     #[must_use]
@@ -84,38 +340,32 @@ impl NameSet {
 
     #[must_use]
     pub fn contains(&self, name: &str) -> bool {
-        self.exact.contains_key(name)
+        self.index.position(name).is_some()
     }
 
-    /// The listed name `name` is exactly, or looks like once folded.
+    /// The listed name `name` is exactly, or the first listed name of the
+    /// same tool once folded, namespaces aside (see [`ToolKey::meets`]).
     #[must_use]
     pub fn matching(&self, name: &str) -> Option<&str> {
-        if let Some(&at) = self.exact.get(name) {
+        if let Some(at) = self.index.position(name) {
             return Some(&self.names[at]);
         }
-        if self.names.is_empty() {
-            return None;
-        }
-        self.by_fold(&fold(name))
+        self.index
+            .find(name)
+            .first()
+            .map(|&at| self.names[at].as_str())
     }
 
-    fn by_fold(&self, folded: &str) -> Option<&str> {
-        self.folded.get(folded).map(|&at| self.names[at].as_str())
-    }
-
-    /// The listed name closest to `name`: its look-alike if there is one,
-    /// else the one at the smallest edit distance of the folded forms. The
-    /// input is folded once and compared on its first 64 characters, so an
-    /// unknown name costs little whatever its length.
+    /// The listed name closest to `name`: its look-alike (or its bare name,
+    /// for a namespaced one) if there is one, else the one at the smallest
+    /// edit distance of the folded forms, compared on their first 64
+    /// characters so that an unknown name costs little whatever its length.
     #[must_use]
     pub fn closest(&self, name: &str) -> Option<&str> {
-        if let Some(&at) = self.exact.get(name) {
-            return Some(&self.names[at]);
-        }
-        let folded: String = fold(name).chars().take(64).collect();
-        if let Some(found) = self.by_fold(&folded) {
+        if let Some(found) = self.matching(name) {
             return Some(found);
         }
+        let folded: String = fold(name).chars().take(64).collect();
         self.folds
             .iter()
             .zip(&self.names)
@@ -144,6 +394,122 @@ mod tests {
             assert_eq!(fold(other), fold("delete_user"), "{other:?}");
         }
         assert_ne!(fold("delete_users"), fold("delete_user"));
+    }
+
+    fn key(server: Option<&str>, tool: &str) -> ToolKey {
+        ToolKey {
+            server: server.map(str::to_owned),
+            tool: tool.to_owned(),
+        }
+    }
+
+    #[test]
+    fn namespaces_fold_to_the_tool() {
+        for name in [
+            "delete_user",
+            "functions.delete_user",
+            "default_api.delete_user",
+            "Functions.Delete_User",
+            "functions.default_api.delete-user",
+            " functions.delete_user ",
+            "functi\u{043E}ns.delete_user",
+            "functions\u{FF0E}delete_user",
+        ] {
+            assert_eq!(ToolKey::of(name), key(None, "deleteuser"), "{name:?}");
+        }
+        for name in [
+            "mcp__db__delete_user",
+            "MCP__DB__DeleteUser",
+            "db___delete_user",
+            "mcp__db__functions.delete_user",
+        ] {
+            let found = ToolKey::of(name);
+            assert_eq!(found.tool, "deleteuser", "{name:?}");
+            assert_eq!(found.server.as_deref(), Some("db"), "{name:?}");
+        }
+        assert_eq!(
+            ToolKey::of("mcp__plugin_x_github__create_issue"),
+            key(Some("pluginxgithub"), "createissue")
+        );
+        // Not a namespace: the name is the tool.
+        for (name, tool) in [
+            ("functions_delete_user", "functionsdeleteuser"),
+            ("functions.", "functions"),
+            ("mcp__only", "rncponly"),
+            ("___x", "x"),
+        ] {
+            assert_eq!(ToolKey::of(name), key(None, tool), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn keys_meet_on_the_same_tool_and_an_open_or_equal_server() {
+        let bare = ToolKey::of("delete_user");
+        let db = ToolKey::of("mcp__db__delete_user");
+        let crm = ToolKey::of("mcp__crm__delete_user");
+        assert!(bare.meets(&db) && db.meets(&bare));
+        assert!(db.meets(&ToolKey::of("db___Delete-User")));
+        assert!(!db.meets(&crm));
+        assert!(!bare.meets(&ToolKey::of("delete_users")));
+    }
+
+    #[test]
+    fn an_index_finds_every_entry_of_the_tool() {
+        let mut index = ToolIndex::default();
+        for name in [
+            "send_email",
+            "search",
+            "mcp__a__search",
+            "mcp__b__search",
+            "send_email",
+        ] {
+            index.insert(name);
+        }
+        assert_eq!(&*index.find("send_email"), [0, 4]);
+        assert_eq!(&*index.find("Send-Email"), [0, 4]);
+        assert_eq!(&*index.find("functions.sendEmail"), [0, 4]);
+        assert_eq!(&*index.find("search"), [1, 2, 3]);
+        assert_eq!(&*index.find("mcp__a__search"), [1, 2]);
+        assert_eq!(&*index.find("mcp__c__search"), [1]);
+        assert!(index.find("other").is_empty());
+        assert_eq!(index.position("mcp__b__search"), Some(3));
+        assert_eq!(index.same_tool("SendEmail"), Some(0));
+        assert_eq!(index.same_tool("functions.search"), Some(1));
+        assert_eq!(index.same_tool("mcp__c__search"), None);
+        assert!(ToolIndex::default().find("x").is_empty());
+    }
+
+    #[test]
+    fn keyed_refuses_two_spellings_of_one_tool() {
+        let mut map = Keyed::default();
+        assert!(map.insert("send_email", 1).is_ok());
+        assert_eq!(map.insert("SendEmail", 2), Err("send_email"));
+        assert_eq!(map.insert("functions.send_email", 3), Err("send_email"));
+        assert!(map.insert("mcp__mail__send_email", 4).is_ok());
+        assert_eq!(map.find("SEND_EMAIL").copied().collect::<Vec<_>>(), [1, 4]);
+        assert_eq!(
+            map.find("mcp__other__send_email")
+                .copied()
+                .collect::<Vec<_>>(),
+            [1]
+        );
+    }
+
+    #[test]
+    fn forbidden_names_catch_namespaced_spellings() {
+        let set = NameSet::new(["delete_user", "mcp__db__drop_table"]);
+        for name in [
+            "functions.delete_user",
+            "default_api.delete_user",
+            "mcp__db__delete_user",
+            "crm___DeleteUser",
+        ] {
+            assert_eq!(set.matching(name), Some("delete_user"), "{name:?}");
+        }
+        assert_eq!(set.matching("drop_table"), Some("mcp__db__drop_table"));
+        assert_eq!(set.matching("mcp__other__drop_table"), None);
+        assert!(!set.contains("functions.delete_user"));
+        assert_eq!(set.closest("functions.delete_usr"), Some("delete_user"));
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Tool declarations in every shape users paste from their code: OpenAI
 //! Chat (`{type: function, function: {...}}`), OpenAI Responses (flat),
 //! Anthropic (`input_schema`), MCP (`inputSchema`), Bedrock (`toolSpec`),
-//! plain `{name, parameters}`, custom (freeform) tools, and hosted or
-//! provider-defined tools by `type`.
+//! Gemini (`{functionDeclarations: [...]}`, see `gemini.rs`), plain
+//! `{name, parameters}`, custom (freeform) tools, and hosted or
+//! provider-defined tools by `type` (or, for Gemini, by key).
 
 use serde_json::{Map, Value};
 
+use crate::policy::gemini;
 use crate::policy::Problem;
 
 /// How a declared tool takes its input.
@@ -16,7 +18,10 @@ pub enum DeclaredKind {
     /// Freeform text input (OpenAI custom tools): never JSON-validated.
     Custom,
     /// A hosted or provider-defined tool (`web_search`, `bash_20250124`,
-    /// ...): allowed by type, its arguments are the provider's, not checked.
+    /// Gemini's `googleSearch`, ...): allowed by type; its arguments are
+    /// the provider's, not checked against a schema of the provider's, but
+    /// the policy's own checks for its name (`schema`, `required_params`,
+    /// rules, limits) apply.
     Typed(String),
 }
 
@@ -33,21 +38,47 @@ pub struct ToolDecl {
 
 /// Keys that hold a tool's name or schema: a key one or two edits away from
 /// one of these is a typo that would silently drop the schema.
-const SCHEMA_KEYS: [&str; 6] = [
+const SCHEMA_KEYS: [&str; 8] = [
     "name",
     "parameters",
     "input_schema",
     "inputSchema",
     "function",
     "toolSpec",
+    "functionDeclarations",
+    "function_declarations",
 ];
 
-/// Read one entry of `tools` (or of a `tools_file`) at `path`.
+/// Every tool a list of declarations declares (a request's `tools`, a
+/// policy's), with every problem found in them. A Gemini entry declares
+/// several.
+#[must_use]
+pub fn read_tools(tools: &[Value]) -> (Vec<ToolDecl>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let mut decls = Vec::new();
+    for (at, tool) in tools.iter().enumerate() {
+        parse_tool(tool, &format!("tools[{at}]"), &mut problems, &mut decls);
+    }
+    (decls.into_iter().map(|(_, decl)| decl).collect(), problems)
+}
+
+/// Read one entry of `tools` (or of a `tools_file`) at `path`: each tool it
+/// declares is added to `out` with its path.
 pub(crate) fn parse_tool(
     value: &Value,
     path: &str,
     problems: &mut Vec<Problem>,
-) -> Option<ToolDecl> {
+    out: &mut Vec<(String, ToolDecl)>,
+) {
+    if let Some(entry) = value.as_object().filter(|entry| gemini::is_tool(entry)) {
+        gemini::tool(entry, path, problems, out);
+    } else if let Some(decl) = parse_one(value, path, problems) {
+        out.push((path.to_owned(), decl));
+    }
+}
+
+/// One entry that declares one tool.
+fn parse_one(value: &Value, path: &str, problems: &mut Vec<Problem>) -> Option<ToolDecl> {
     let Some(entry) = value.as_object() else {
         problems.push(Problem::new(path, "a tool must be an object with a name"));
         return None;
@@ -151,7 +182,7 @@ fn function_like(
     Some(decl)
 }
 
-fn named(
+pub(crate) fn named(
     value: &Value,
     path: &str,
     kind: DeclaredKind,
@@ -183,11 +214,22 @@ fn named(
 }
 
 fn flag_typos(entry: &Map<String, Value>, path: &str, problems: &mut Vec<Problem>) {
+    flag_typos_of(entry, &SCHEMA_KEYS, path, problems);
+}
+
+/// A key one or two edits away from one of `known` (and not one of them):
+/// a typo that would silently drop what the key holds.
+pub(crate) fn flag_typos_of(
+    entry: &Map<String, Value>,
+    known: &[&str],
+    path: &str,
+    problems: &mut Vec<Problem>,
+) {
     for key in entry.keys() {
-        if SCHEMA_KEYS.contains(&key.as_str()) {
+        if known.contains(&key.as_str()) {
             continue;
         }
-        if let Some(near) = SCHEMA_KEYS
+        if let Some(near) = known
             .iter()
             .find(|known| strsim::damerau_levenshtein(key, known) <= 2 && key.len() > 3)
         {
@@ -247,7 +289,10 @@ mod tests {
 
     fn one(value: &Value) -> (Option<ToolDecl>, Vec<Problem>) {
         let mut problems = Vec::new();
-        (parse_tool(value, "tools[0]", &mut problems), problems)
+        let mut out = Vec::new();
+        parse_tool(value, "tools[0]", &mut problems, &mut out);
+        assert!(out.len() <= 1, "{out:?}");
+        (out.pop().map(|(_, decl)| decl), problems)
     }
 
     #[test]
