@@ -425,3 +425,24 @@ fn a_logged_exchange_reads_the_request_then_the_response() {
     });
     assert_eq!(names(&detect(&bytes(&responses))), ["a", "b"]);
 }
+
+#[test]
+fn langchain_serialised_messages_are_read_by_their_class() {
+    let dumped = json!([
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"],
+         "kwargs": {"content": "hi", "tool_calls": [{"name": "ignored", "args": {}, "id": "h1"}]}},
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+         "kwargs": {"content": "", "tool_calls": [{"name": "delete_user", "args": {"id": 1}, "id": "c1", "type": "tool_call"}],
+                    "invalid_tool_calls": []}},
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "ToolMessage"],
+         "kwargs": {"content": "done", "tool_call_id": "c1"}}
+    ]);
+    let found = detect(&bytes(&dumped));
+    assert_eq!(names(&found), ["delete_user"]);
+    assert_eq!(found.results.len(), 1);
+    assert_eq!(found.results[0].call_id.as_deref(), Some("c1"));
+    assert_eq!(
+        found.results[0].answers,
+        toolgate::Answers::Turn(found.calls[0].turn)
+    );
+}

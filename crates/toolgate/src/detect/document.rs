@@ -96,11 +96,22 @@ pub(crate) enum Slot {
 
 /// Read one object against the whole table.
 pub(crate) fn object(o: &Obj<'_>, slot: Slot, out: &mut Collector<'_>) -> Result<()> {
+    object_as(o, slot, None, out)
+}
+
+/// Read one object, whose role is `given` when it says none itself (the
+/// `kwargs` of a LangChain `lc` constructor, named by its class).
+fn object_as(
+    o: &Obj<'_>,
+    slot: Slot,
+    given: Option<&'static str>,
+    out: &mut Collector<'_>,
+) -> Result<()> {
     if !out.descend() {
         return Ok(());
     }
     let tag = o.kind.as_deref().and_then(positions::tag);
-    let role = role(o, tag);
+    let role = role(o, tag).or(given.filter(|_| tag.is_none()));
     let mark = out.mark();
     let muted = matches!(role, Some("user" | "system" | "developer"));
     if let Some(role) = role {
@@ -141,6 +152,22 @@ fn role<'o>(o: &'o Obj<'_>, tag: Option<Tag>) -> Option<&'o str> {
             | Tag::Plain,
         ) => None,
         None => o.role.as_deref(),
+    }
+}
+
+/// The role of a LangChain `lc` constructor's message (`{"lc": 1, "type":
+/// "constructor", "id": [..., "AIMessage"], "kwargs": {...}}`), by class.
+fn constructor_role(o: &Obj<'_>) -> Option<&'static str> {
+    if o.kind.as_deref() != Some("constructor") {
+        return None;
+    }
+    let path: Vec<Cow<'_, str>> = parse(o.id?).ok()?;
+    match path.last()?.as_ref() {
+        "FunctionMessage" | "FunctionMessageChunk" => Some("function"),
+        class => match positions::tag(class) {
+            Some(Tag::Message(Some(role))) => Some(role),
+            _ => Some("other"),
+        },
     }
 }
 
@@ -192,7 +219,12 @@ fn walk(
         bounds[n] = out.mark();
         n += 1;
         out.enter(container.key);
-        let read = read_container(container, field, out);
+        let read = match (container.key, field, constructor_role(o)) {
+            ("kwargs", Field::Node(Node::Object(kwargs)), Some(role)) => {
+                object_as(kwargs, Slot::Inner, Some(role), out)
+            }
+            _ => read_container(container, field, out),
+        };
         out.leave();
         read?;
     }
