@@ -225,6 +225,36 @@ pub struct ToolResult {
     pub turn: usize,
     /// The calls this result may answer (seed 004's per-turn linkage).
     pub answers: Answers,
+    /// How it names the call it answers.
+    pub link: Link,
+}
+
+/// How a result names the call it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Link {
+    /// By the call's id (`tool_call_id`, `tool_use_id`, `call_id`, ...).
+    Id,
+    /// By the tool's name (Gemini `functionResponse`, a legacy
+    /// `role: function` message); an id, when it carries one, still wins.
+    Name,
+}
+
+impl Link {
+    /// How results of `format` link to their calls.
+    #[must_use]
+    pub fn of(format: Format) -> Link {
+        match format {
+            Format::Gemini => Link::Name,
+            Format::OpenAiChat
+            | Format::OpenAiResponses
+            | Format::Anthropic
+            | Format::Bedrock
+            | Format::VercelAi
+            | Format::Mcp
+            | Format::Generic => Link::Id,
+        }
+    }
 }
 
 /// Which calls a tool result may answer: a turn's results answer that same

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
-use crate::model::{Answers, CallKind, Format, ToolCall, ToolResult};
+use crate::model::{Answers, CallKind, Format, Link, ToolCall, ToolResult};
 use crate::verdict::{Violation, ViolationCode};
 
 /// What the linkage needs of a detection besides its calls and results.
@@ -181,21 +181,22 @@ fn unlinkable(
     named: Option<&str>,
 ) -> Option<(ViolationCode, String)> {
     let at = result.index;
-    let by_name = id.is_none() && matches!(result.format, Format::Gemini | Format::OpenAiChat);
-    if by_name && named.is_some() || id.is_some() {
-        return None;
+    let missing_name = (
+        ViolationCode::ResultMissingName,
+        format!("tool result #{at} has no tool name"),
+    );
+    if result.format == Format::Gemini && named.is_none() {
+        // Gemini's `functionResponse` always names its function.
+        return Some(missing_name);
     }
-    Some(if result.format == Format::Gemini {
-        (
-            ViolationCode::ResultMissingName,
-            format!("tool result #{at} has no tool name"),
-        )
-    } else {
-        (
+    match (id, result.link, named) {
+        (Some(_), _, _) | (None, Link::Name, Some(_)) => None,
+        (None, Link::Name, None) => Some(missing_name),
+        (None, Link::Id, _) => Some((
             ViolationCode::ResultMissingCallId,
             format!("tool result #{at} does not say which call it answers (no call id)"),
-        )
-    })
+        )),
+    }
 }
 
 /// A call left without a result when the conversation moved on; in the

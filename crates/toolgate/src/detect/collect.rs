@@ -10,8 +10,8 @@ use crate::detect::args::parse_arguments;
 use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
 use crate::detect::Detection;
 use crate::model::{
-    Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, ToolCall,
-    ToolResult,
+    Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, Link,
+    ToolCall, ToolResult,
 };
 use crate::verdict::{Violation, ViolationCode};
 
@@ -121,6 +121,12 @@ impl<'l> Collector<'l> {
             census: Some(Vec::new()),
             ..Collector::new(limits)
         }
+    }
+
+    /// Calls a stream saw past `max_calls`, which it did not keep: they
+    /// count among the calls the payload holds.
+    pub(crate) fn also_seen(&mut self, dropped: usize) {
+        self.seen += dropped;
     }
 
     /// In census mode, the path (container keys joined by `/`) of every
@@ -243,8 +249,8 @@ impl<'l> Collector<'l> {
     }
 
     /// A message from `role` starts. A new turn begins when the role changes
-    /// (`None`: always), once something has been recorded: consecutive tool
-    /// messages, or two assistant messages in a row, are one turn.
+    /// (`None`: always) or with each assistant message, once something has
+    /// been recorded.
     pub(crate) fn next_turn(&mut self, role: Option<&str>) {
         let role = role.map(|r| match r {
             "assistant" | "model" => "assistant",
@@ -253,7 +259,10 @@ impl<'l> Collector<'l> {
             "system" | "developer" => "system",
             _ => "other",
         });
-        let changed = role.is_none() || role != self.last_role;
+        // Every assistant message is a turn of its own (a later assistant
+        // message moves the conversation on); consecutive tool, user or
+        // system messages are one turn.
+        let changed = role.is_none() || role != self.last_role || role == Some("assistant");
         if changed && (!self.calls.is_empty() || !self.results.is_empty()) {
             self.turn += 1;
             self.last = Last::Nothing;
@@ -383,6 +392,20 @@ impl<'l> Collector<'l> {
         self.result_value(format, call_id, name, content, is_error);
     }
 
+    /// Record one tool result that names its call by the tool's name (a
+    /// legacy `role: function` message).
+    pub(crate) fn result_by_name(
+        &mut self,
+        format: Format,
+        name: Option<&str>,
+        content: Option<&RawValue>,
+    ) {
+        self.result(format, None, name, content, false);
+        if let Some(last) = self.results.last_mut() {
+            last.link = Link::Name;
+        }
+    }
+
     /// Record one tool result whose content is already a value.
     pub(crate) fn result_value(
         &mut self,
@@ -408,6 +431,7 @@ impl<'l> Collector<'l> {
             format,
             turn: self.turn,
             answers,
+            link: Link::of(format),
         });
     }
 
@@ -523,6 +547,8 @@ impl<'l> Collector<'l> {
         mut turns: Vec<(usize, usize)>,
     ) {
         drop_at(&mut self.calls, drop_calls);
+        // A repeat is not one more call.
+        self.seen -= drop_calls.len().min(self.seen);
         for (index, call) in self.calls.iter_mut().enumerate().skip(mark.calls) {
             call.index = index;
         }

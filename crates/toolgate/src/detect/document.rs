@@ -205,7 +205,7 @@ fn walk(
             content: true,
         }
     } else {
-        own(o, slot, tag, role, out)
+        own(o, slot, tag, role, out)?
     };
     let wraps_data =
         matches!(tag, Some(Tag::Message(_))) || o.object.is_some_and(|v| v.get() == "\"list\"");
@@ -339,71 +339,19 @@ fn own<'o>(
     tag: Option<Tag>,
     role: Option<&str>,
     out: &mut Collector<'_>,
-) -> Own {
+) -> Result<Own> {
     let mut own = Own::default();
     let mut readings: Vec<Reading<'o>> = Vec::new();
-    match tag {
-        Some(Tag::Call(format, kind)) => {
-            own.arguments = true;
-            let id = match format {
-                Format::OpenAiResponses => o.call_id.clone().or_else(|| id_text(o.id)),
-                Format::VercelAi => o.toolCallId.clone(),
-                _ => id_text(o.id),
-            };
-            named(o, "type", format, kind, id.as_ref(), &mut readings);
-        }
-        Some(Tag::Invalid) => {
-            own.arguments = true;
-            invalid(o, out);
-        }
-        Some(Tag::Hosted(name)) => {
-            own.arguments = true;
-            let id = o.call_id.clone().or_else(|| id_text(o.id));
-            readings.push(Reading {
-                from: "type",
-                key: o.action.map(|_| "action"),
-                format: Format::OpenAiResponses,
-                kind: CallKind::Hosted,
-                id,
-                name: Cow::Borrowed(name),
-                args: o.action.map_or(ArgSource::Absent, ArgSource::Inline),
-            });
-        }
-        Some(Tag::UiTool) => {
-            own.arguments = true;
-            own.content = true;
-            ui_tool(o, &mut readings, out);
-        }
-        Some(Tag::Result(format)) => {
-            own.content = true;
-            tagged_result(o, format, out);
-        }
-        Some(Tag::Message(_) | Tag::Plain) | None => {}
-    }
+    typed(o, tag, &mut own, &mut readings, out);
     if slot == Slot::InvalidCall {
         if tag != Some(Tag::Invalid) {
             own.arguments = true;
             invalid(o, out);
         }
-        return own;
+        return Ok(own);
     }
     if matches!(role, Some("tool" | "function")) {
-        // An OpenAI `role: tool` message, LangChain's ToolMessage, a legacy
-        // `role: function` result. A Vercel tool message without an id is
-        // only a list of `tool-result` parts, read as blocks.
-        let parts_only = o.tool_call_id.is_none()
-            && o.name.is_none()
-            && o.content.is_some_and(|c| c.get().starts_with('['));
-        if !parts_only {
-            own.content = true;
-            out.result(
-                Format::OpenAiChat,
-                o.tool_call_id.as_deref(),
-                o.name.as_deref(),
-                o.content,
-                o.status.as_deref() == Some("error"),
-            );
-        }
+        own.content = role_result(o, role, out)?;
     } else if generic_applies(o, slot, tag, role) {
         own.arguments = true;
         let id = o
@@ -425,6 +373,120 @@ fn own<'o>(
             &mut readings,
         );
     }
+    singles(o, &mut readings, out);
+    if !own.arguments && !readings.is_empty() && argument_keys(o).next().is_some() {
+        // Arguments beside a single-call key (`{"function": {...},
+        // "arguments": ...}`) are one more reading of that call.
+        own.arguments = true;
+        let first = &readings[0];
+        let (format, kind) = (first.format, first.kind);
+        let (id, name) = (first.id.clone(), first.name.clone());
+        for (key, raw) in argument_keys(o) {
+            readings.push(Reading {
+                from: "name",
+                key: Some(key),
+                format,
+                kind,
+                id: id.clone(),
+                name: name.clone(),
+                args: ArgSource::Inline(raw),
+            });
+        }
+    }
+    record(readings, slot, o, out);
+    part_results(o, tag, out);
+    Ok(own)
+}
+
+/// The call an object's `type` makes it, or its result.
+fn typed<'o>(
+    o: &'o Obj<'_>,
+    tag: Option<Tag>,
+    own: &mut Own,
+    readings: &mut Vec<Reading<'o>>,
+    out: &mut Collector<'_>,
+) {
+    match tag {
+        Some(Tag::Call(format, kind)) => {
+            own.arguments = true;
+            let id = match format {
+                Format::OpenAiResponses => o.call_id.clone().or_else(|| id_text(o.id)),
+                Format::VercelAi => o.toolCallId.clone(),
+                _ => id_text(o.id),
+            };
+            named(o, "type", format, kind, id.as_ref(), readings);
+        }
+        Some(Tag::Invalid) => {
+            own.arguments = true;
+            invalid(o, out);
+        }
+        Some(Tag::Hosted(name)) => {
+            own.arguments = true;
+            let id = o.call_id.clone().or_else(|| id_text(o.id));
+            readings.push(Reading {
+                from: "type",
+                key: o.action.map(|_| "action"),
+                format: Format::OpenAiResponses,
+                kind: CallKind::Hosted,
+                id,
+                name: Cow::Borrowed(name),
+                args: o.action.map_or(ArgSource::Absent, ArgSource::Inline),
+            });
+        }
+        Some(Tag::UiTool) => {
+            own.arguments = true;
+            own.content = true;
+            ui_tool(o, readings, out);
+        }
+        Some(Tag::Result(format)) => {
+            own.content = true;
+            tagged_result(o, format, out);
+        }
+        Some(Tag::Message(_) | Tag::Plain) | None => {}
+    }
+}
+
+/// A `role: tool` message (OpenAI, LangChain's `ToolMessage`) or a legacy
+/// `role: function` one: a result when it carries one (an id, a name or
+/// content). A message that only holds parts (a Vercel tool message's
+/// `tool-result` parts, Gemini's `functionResponse` parts) or wraps
+/// another (LangChain's `data`) is read through its containers. Returns
+/// whether it is a result.
+fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Result<bool> {
+    let holds_parts = match o.content {
+        Some(content) if content.get().starts_with('[') && o.tool_call_id.is_none() => {
+            match parse::<Node<'_>>(content)? {
+                Node::List(items) => items.iter().any(|item| {
+                    matches!(item, Node::Object(part)
+                        if matches!(part.kind.as_deref().and_then(positions::tag),
+                            Some(Tag::Result(Format::VercelAi))))
+                }),
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    let carries = o.tool_call_id.is_some() || o.name.is_some() || o.content.is_some();
+    if holds_parts || !carries {
+        return Ok(false);
+    }
+    if role == Some("function") && o.tool_call_id.is_none() {
+        out.result_by_name(Format::OpenAiChat, o.name.as_deref(), o.content);
+    } else {
+        out.result(
+            Format::OpenAiChat,
+            o.tool_call_id.as_deref(),
+            o.name.as_deref(),
+            o.content,
+            o.status.as_deref() == Some("error"),
+        );
+    }
+    Ok(true)
+}
+
+/// The calls of the object's single-call keys (`function`, `functionCall`,
+/// ...), and the results of its single-result keys.
+fn singles<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collector<'_>) {
     for (key, single, get) in SINGLE {
         let Some(node) = get(o) else { continue };
         if *key == "function_call" && o.messages.is_some() {
@@ -433,7 +495,7 @@ fn own<'o>(
             continue;
         }
         match node {
-            Node::Object(inner) => one(o, inner, key, *single, &mut readings, out),
+            Node::Object(inner) => one(o, inner, key, *single, readings, out),
             Node::Null => {}
             other => out.violation(
                 ViolationCode::MalformedPayload,
@@ -441,8 +503,49 @@ fn own<'o>(
             ),
         }
     }
-    record(readings, slot, o, out);
-    own
+}
+
+/// The results a call part carries once its tool ran, recorded after its
+/// call: an AI SDK UI part's output (v5 `tool-<name>`, `dynamic-tool`), a
+/// v4 tool invocation in state `result`.
+fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
+    if tag == Some(Tag::UiTool) {
+        let kind = o.kind.as_deref().unwrap_or_default();
+        let name = kind
+            .strip_prefix("tool-")
+            .filter(|_| kind != "dynamic-tool")
+            .or(o.toolName.as_deref());
+        let call_id = o.toolCallId.as_deref();
+        match o.state.as_deref() {
+            Some("output-available") => {
+                out.result(Format::VercelAi, call_id, name, o.output, false);
+            }
+            Some("output-error") => {
+                out.result(Format::VercelAi, call_id, name, o.errorText, true);
+            }
+            Some("output-denied") => out.result_value(
+                Format::VercelAi,
+                call_id,
+                name,
+                Some(serde_json::json!({"type": "execution-denied"})),
+                true,
+            ),
+            _ => {}
+        }
+    }
+    let invocation = match &o.toolInvocation {
+        Some(Node::Object(inner)) => Some(&**inner),
+        _ => (tag.is_none() && o.toolCallId.is_some()).then_some(o),
+    };
+    if let Some(v4) = invocation.filter(|i| i.state.as_deref() == Some("result")) {
+        out.result(
+            Format::VercelAi,
+            v4.toolCallId.as_deref(),
+            v4.toolName.as_deref(),
+            v4.result,
+            false,
+        );
+    }
 }
 
 /// Whether an object is a call by its own keys: a name (`name`,
@@ -591,32 +694,6 @@ fn ui_tool<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collec
             }
         }
     }
-    let name = typed_name
-        .map(str::to_owned)
-        .or_else(|| o.toolName.as_deref().map(str::to_owned));
-    let call_id = o.toolCallId.as_deref();
-    match o.state.as_deref() {
-        Some("output-available") => {
-            out.result(Format::VercelAi, call_id, name.as_deref(), o.output, false);
-        }
-        Some("output-error") => {
-            out.result(
-                Format::VercelAi,
-                call_id,
-                name.as_deref(),
-                o.errorText,
-                true,
-            );
-        }
-        Some("output-denied") => out.result_value(
-            Format::VercelAi,
-            call_id,
-            name.as_deref(),
-            Some(serde_json::json!({"type": "execution-denied"})),
-            true,
-        ),
-        _ => {}
-    }
 }
 
 /// A result tagged by its type.
@@ -732,15 +809,6 @@ fn one<'o>(
                 id.as_ref(),
                 readings,
             );
-            if inner.state.as_deref() == Some("result") {
-                out.result(
-                    Format::VercelAi,
-                    inner.toolCallId.as_deref(),
-                    inner.toolName.as_deref(),
-                    inner.result,
-                    false,
-                );
-            }
         }
         Single::GeminiResult | Single::ToolResult => single_result(inner, single, out),
     }

@@ -34,6 +34,9 @@ pub(crate) struct Calls {
     log: Vec<Entry>,
     violations: Vec<Violation>,
     over_limit: bool,
+    /// Calls seen past `max_calls`, counted once each, and their ids.
+    dropped: usize,
+    dropped_ids: std::collections::HashSet<String>,
     format: Option<Format>,
     /// The calls the current event concerns.
     touched: Vec<usize>,
@@ -96,6 +99,8 @@ impl Calls {
             log: Vec::new(),
             violations: Vec::new(),
             over_limit: false,
+            dropped: 0,
+            dropped_ids: std::collections::HashSet::new(),
             format: None,
             touched: Vec::new(),
             hold: false,
@@ -145,6 +150,13 @@ impl Calls {
     ) -> Option<usize> {
         self.saw(format);
         if self.room() == 0 {
+            // Count each dropped call once: by its id, or, without one, at
+            // its start (the fragment that names it).
+            let new = match id {
+                Some(id) => self.dropped_ids.insert(id.to_owned()),
+                None => name.is_some(),
+            };
+            self.dropped += usize::from(new);
             self.past_limit();
             return None;
         }
@@ -170,6 +182,11 @@ impl Calls {
             self.set_name(call, name);
         }
         Some(call)
+    }
+
+    /// `n` calls of a whole document were dropped past `max_calls`.
+    pub(crate) fn count_dropped(&mut self, n: usize) {
+        self.dropped += n;
     }
 
     /// Calls were dropped past `max_calls`.
@@ -498,6 +515,7 @@ impl Calls {
         for violation in self.violations {
             out.violation(violation.code, violation.message);
         }
+        out.also_seen(self.dropped);
         out.finish(framing)
     }
 }

@@ -98,6 +98,7 @@ pub(crate) fn document(raw: &RawValue, cx: &mut Calls) -> Result<bool, serde_jso
     if dropped {
         cx.past_limit();
     }
+    cx.count_dropped(found.calls_seen.saturating_sub(found.calls.len()));
     for violation in found.violations {
         cx.violation(violation.code, violation.message);
     }
