@@ -1,5 +1,6 @@
 mod check;
 mod conformance;
 mod detect;
+mod differential;
 mod fixtures;
 mod stream;

@@ -325,6 +325,8 @@ struct Reading<'o> {
     from: &'static str,
     /// The key its arguments come from, if any.
     key: Option<&'static str>,
+    /// The key its name comes from (`name`, `toolName`, `type`).
+    name_key: &'static str,
     format: Format,
     kind: CallKind,
     id: Option<Cow<'o, str>>,
@@ -343,16 +345,9 @@ fn own<'o>(
     let mut own = Own::default();
     let mut readings: Vec<Reading<'o>> = Vec::new();
     typed(o, tag, &mut own, &mut readings, out);
-    if slot == Slot::InvalidCall {
-        if tag != Some(Tag::Invalid) {
-            own.arguments = true;
-            invalid(o, out);
-        }
-        return Ok(own);
-    }
-    if matches!(role, Some("tool" | "function")) {
-        own.content = role_result(o, role, out)?;
-    } else if generic_applies(o, slot, tag, role) {
+    let result = matches!(role, Some("tool" | "function")) && role_result(o, role, out)?;
+    own.content |= result;
+    if !result && generic_applies(o, slot, tag, role) {
         own.arguments = true;
         let id = o
             .toolCallId
@@ -374,17 +369,23 @@ fn own<'o>(
         );
     }
     singles(o, &mut readings, out);
-    if !own.arguments && !readings.is_empty() && argument_keys(o).next().is_some() {
+    let beside = || argument_keys(o).filter(|(key, _)| *key != "input");
+    if !own.arguments && !readings.is_empty() && beside().next().is_some() {
         // Arguments beside a single-call key (`{"function": {...},
-        // "arguments": ...}`) are one more reading of that call.
-        own.arguments = true;
+        // "arguments": ...}`) are one more reading of that call. (`input`
+        // there is a request's item list.)
         let first = &readings[0];
         let (format, kind) = (first.format, first.kind);
-        let (id, name) = (first.id.clone(), first.name.clone());
-        for (key, raw) in argument_keys(o) {
+        let (id, name, name_key) = (first.id.clone(), first.name.clone(), first.name_key);
+        // A single-call key that gives no arguments takes these.
+        if readings.len() == 1 && first.key.is_none() {
+            readings.clear();
+        }
+        for (key, raw) in beside() {
             readings.push(Reading {
                 from: "name",
                 key: Some(key),
+                name_key,
                 format,
                 kind,
                 id: id.clone(),
@@ -393,7 +394,22 @@ fn own<'o>(
             });
         }
     }
-    record(readings, slot, o, out);
+    if readings.is_empty() && matches!(slot, Slot::Call | Slot::InvalidCall) {
+        // Every element of a call list is a call, named or not, with the
+        // arguments it carries.
+        own.arguments = true;
+        let id = id_text(o.id);
+        named(
+            o,
+            "name",
+            Format::Generic,
+            CallKind::Function,
+            id.as_ref(),
+            &mut readings,
+        );
+    }
+    let invalid = tag == Some(Tag::Invalid) || slot == Slot::InvalidCall;
+    record(readings, invalid, out);
     part_results(o, tag, out);
     Ok(own)
 }
@@ -418,7 +434,15 @@ fn typed<'o>(
         }
         Some(Tag::Invalid) => {
             own.arguments = true;
-            invalid(o, out);
+            let id = id_text(o.id);
+            named(
+                o,
+                "type",
+                Format::Generic,
+                CallKind::Function,
+                id.as_ref(),
+                readings,
+            );
         }
         Some(Tag::Hosted(name)) => {
             own.arguments = true;
@@ -426,6 +450,7 @@ fn typed<'o>(
             readings.push(Reading {
                 from: "type",
                 key: o.action.map(|_| "action"),
+                name_key: "type",
                 format: Format::OpenAiResponses,
                 kind: CallKind::Hosted,
                 id,
@@ -551,17 +576,19 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
 /// Whether an object is a call by its own keys: a name (`name`,
 /// `toolName`) and an arguments key, or a name alone where a call sits.
 fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>) -> bool {
-    let untyped = matches!(tag, None | Some(Tag::Message(_)));
+    // Types that say what the object is (a call, a result, a UI part) read
+    // it their own way; any other type leaves its keys to this rule.
+    let untyped = matches!(tag, None | Some(Tag::Message(_) | Tag::Plain));
     let named = o.name.is_some() || o.toolName.is_some();
     if !untyped || !named || o.inputSchema.is_some() || o.input_schema.is_some() {
         return false;
     }
-    let has_arguments = o.arguments.is_some()
-        || o.params.is_some()
-        || o.parameters.is_some()
-        || o.args.is_some()
-        || o.input.is_some();
-    has_arguments || (matches!(slot, Slot::Root | Slot::Call) && role.is_none() && tag.is_none())
+    let has_arguments = argument_keys(o).next().is_some();
+    // A name alone: in a call list, the call's name whatever else the
+    // element says; at the root, seed 001's `{"name": "search"}`.
+    let alone = matches!(slot, Slot::Call | Slot::InvalidCall)
+        || (slot == Slot::Root && role.is_none() && o.kind.is_none());
+    has_arguments || alone
 }
 
 /// The readings of a call named by `name` / `toolName`, one per argument
@@ -574,14 +601,15 @@ fn named<'o>(
     id: Option<&Cow<'o, str>>,
     readings: &mut Vec<Reading<'o>>,
 ) {
-    let mut names: Vec<Cow<'o, str>> = Vec::with_capacity(1);
-    names.extend(o.name.clone());
-    names.extend(o.toolName.clone());
-    if names.is_empty() {
-        names.push(Cow::Borrowed(""));
+    let mut names = [
+        o.name.clone().map(|name| ("name", name)),
+        o.toolName.clone().map(|name| ("toolName", name)),
+    ];
+    if names.iter().all(Option::is_none) {
+        names[0] = Some(("name", Cow::Borrowed("")));
     }
     let incomplete = matches!(o.state.as_deref(), Some("input-streaming" | "partial-call"));
-    for name in names {
+    for (name_key, name) in names.into_iter().flatten() {
         let before = readings.len();
         for (key, raw) in argument_keys(o) {
             let args = if incomplete {
@@ -594,6 +622,7 @@ fn named<'o>(
             readings.push(Reading {
                 from,
                 key: Some(key),
+                name_key,
                 format,
                 kind,
                 id: id.cloned(),
@@ -605,6 +634,7 @@ fn named<'o>(
             readings.push(Reading {
                 from,
                 key: None,
+                name_key,
                 format,
                 kind,
                 id: id.cloned(),
@@ -639,31 +669,6 @@ fn incomplete_error() -> ArgumentError {
     }
 }
 
-/// A call the provider could not parse (LangChain `invalid_tool_calls`):
-/// refused, whatever its arguments hold.
-fn invalid(o: &Obj<'_>, out: &mut Collector<'_>) {
-    let raw = o
-        .args
-        .or(o.arguments)
-        .map(|r| text(Some(r)).map_or_else(|| r.get().to_owned(), Cow::into_owned));
-    let id = id_text(o.id);
-    out.call_read(
-        Format::Generic,
-        CallKind::Function,
-        id.as_deref(),
-        o.name.as_deref().unwrap_or_default(),
-        (
-            Arguments::Invalid(ArgumentError {
-                code: ViolationCode::MalformedArguments,
-                reason: ArgumentErrorReason::NotJson,
-                message: "the provider could not parse this tool call (invalid_tool_calls)"
-                    .to_owned(),
-            }),
-            raw.unwrap_or_default(),
-        ),
-    );
-}
-
 /// A Vercel AI SDK UI message tool part: `tool-<name>` (v5) or
 /// `dynamic-tool` with `toolName`; a call, and a result once its state
 /// says the tool ran.
@@ -686,6 +691,7 @@ fn ui_tool<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collec
         for reading in &mut readings[before..] {
             if reading.name.is_empty() {
                 reading.name = Cow::Owned(name.to_owned());
+                reading.name_key = "type";
             } else if reading.name != name {
                 out.violation(
                     ViolationCode::MalformedPayload,
@@ -836,6 +842,14 @@ fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
     }
 }
 
+/// Where a reading's name came from, for messages: `function.name`.
+fn named_at(reading: &Reading<'_>) -> String {
+    match reading.from {
+        "type" | "name" => reading.name_key.to_owned(),
+        from => format!("{from}.{}", reading.name_key),
+    }
+}
+
 /// Where a reading came from, for messages: `function.arguments`.
 fn where_(reading: &Reading<'_>) -> String {
     match (reading.from, reading.key) {
@@ -848,19 +862,9 @@ fn where_(reading: &Reading<'_>) -> String {
 /// Record the object's own call: its readings must agree, or the payload
 /// is refused. An element of a call list that holds no call is a call
 /// with no name (refused by the checks).
-fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collector<'_>) {
+fn record(readings: Vec<Reading<'_>>, invalid: bool, out: &mut Collector<'_>) {
     let mut readings = readings.into_iter();
     let Some(first) = readings.next() else {
-        if slot == Slot::Call {
-            let id = id_text(o.id);
-            out.call(
-                Format::Generic,
-                CallKind::Function,
-                id.as_deref(),
-                "",
-                ArgSource::Absent,
-            );
-        }
         return;
     };
     if out.is_census() {
@@ -869,7 +873,7 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
         return;
     }
     let others: Vec<Reading<'_>> = readings.collect();
-    if others.is_empty() {
+    if others.is_empty() && !invalid {
         out.call(
             first.format,
             first.kind,
@@ -879,16 +883,15 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
         );
         return;
     }
-    let first_at = where_(&first);
+    let (first_at, first_named) = (where_(&first), named_at(&first));
     let mut read = out.arguments(first.kind, first.args);
     for other in others {
         if other.name != first.name {
             out.violation(
                 ViolationCode::MalformedPayload,
                 format!(
-                    "one object names two different tools (in `{}` and in `{}`)",
-                    first_at,
-                    where_(&other)
+                    "one object names two different tools (in `{first_named}` and in `{}`)",
+                    named_at(&other)
                 ),
             );
             continue;
@@ -909,6 +912,13 @@ fn record(readings: Vec<Reading<'_>>, slot: Slot, o: &Obj<'_>, out: &mut Collect
                 ),
             });
         }
+    }
+    if invalid {
+        read.0 = Arguments::Invalid(ArgumentError {
+            code: ViolationCode::MalformedArguments,
+            reason: ArgumentErrorReason::NotJson,
+            message: "the provider could not parse this tool call (invalid_tool_calls)".to_owned(),
+        });
     }
     out.call_read(
         first.format,

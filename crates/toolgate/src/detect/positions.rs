@@ -208,7 +208,7 @@ pub(crate) const CONTAINERS: &[Container] = &[
 pub(crate) const ARGUMENT_KEYS: [&str; 5] = ["arguments", "params", "parameters", "args", "input"];
 
 /// The keys a result's content may sit in: never read for calls.
-pub(crate) const CONTENT_KEYS: [&str; 5] = ["content", "output", "result", "response", "data"];
+pub(crate) const CONTENT_KEYS: [&str; 4] = ["content", "output", "result", "response"];
 
 /// Keys that hold one call (or one result) of an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -117,7 +117,13 @@ impl Route {
                 at,
                 "candidates/content/parts/functionCall" | "candidates/content/parts/function_call"
             ),
-            Route::Vercel => at == "type" && kind == Some("tool-call"),
+            Route::Vercel => {
+                matches!(at, "type" | "name")
+                    && matches!(
+                        kind,
+                        Some("tool-call" | "tool-input-available" | "tool-input-error")
+                    )
+            }
             Route::Anthropic | Route::Bedrock | Route::Unknown => false,
         }
     }
