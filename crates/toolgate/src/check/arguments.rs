@@ -17,9 +17,29 @@ use crate::policy::schema::ArgumentSchema;
 use crate::policy::{Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
-/// Check (and clean) the arguments of call `call` to tool `name`, adding
-/// violations to `out`. `request` holds what a request declares, checked
-/// beside the policy.
+/// Whether the arguments of call `call` to tool `name` could be read;
+/// when not, the violation is added to `out`.
+pub(crate) fn readable(
+    call: usize,
+    name: &str,
+    arguments: &Arguments,
+    out: &mut Vec<Violation>,
+) -> bool {
+    let Arguments::Invalid(err) = arguments else {
+        return true;
+    };
+    out.push(Violation::call(
+        err.code,
+        call,
+        name,
+        format!("arguments for tool '{name}' are not valid: {}", err.message),
+    ));
+    false
+}
+
+/// Check (and clean) the readable arguments of call `call` to tool
+/// `name`, adding violations to `out`. `request` holds what a request
+/// declares, checked beside the policy.
 pub(crate) fn check(
     policy: &Policy,
     request: Option<&ToolTable>,
@@ -29,15 +49,6 @@ pub(crate) fn check(
     normalize: bool,
     out: &mut Vec<Violation>,
 ) {
-    if let Arguments::Invalid(err) = arguments {
-        out.push(Violation::call(
-            err.code,
-            call,
-            name,
-            format!("arguments for tool '{name}' are not valid: {}", err.message),
-        ));
-        return;
-    }
     let checks = Checks::of(policy, request, name);
     match arguments {
         Arguments::Invalid(_) => {}

@@ -245,6 +245,10 @@ impl Policy {
         let forbidden = named
             .as_ref()
             .is_some_and(|v| v.code == ViolationCode::Forbidden);
+        // A name refused as not allowed is no tool of the policy's: its
+        // arguments are checked for readability only, not against the
+        // schemas of the tool it looks like.
+        let known = named.is_none();
         found.extend(named);
         found.extend(access::role(&self.access, caller, index, &name));
         if let (Some(first), Some(id)) = (reuses, id.as_deref()) {
@@ -255,7 +259,7 @@ impl Policy {
                 format!("tool call '{name}' reuses the call id '{id}' of tool call #{first}"),
             ));
         }
-        if !forbidden {
+        if !forbidden && arguments::readable(index, &name, &arguments, &mut found) && known {
             arguments::check(
                 self,
                 request.map(|r| &r.specs),
