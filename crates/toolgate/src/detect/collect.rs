@@ -60,7 +60,7 @@ pub(crate) struct Collector<'l> {
     continues: bool,
     /// The container keys from the document's root to the object being
     /// read.
-    path: Vec<&'static str>,
+    path: smallvec::SmallVec<[&'static str; 8]>,
     /// Census mode: calls are not read, only where each sits (its path).
     census: Option<Vec<String>>,
 }
@@ -109,7 +109,7 @@ impl<'l> Collector<'l> {
             muted: 0,
             seen: 0,
             continues: false,
-            path: Vec::new(),
+            path: smallvec::SmallVec::new(),
             census: None,
         }
     }

@@ -13,12 +13,10 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::detect::collect::{ArgSource, Collector};
+use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
-use crate::detect::node::{id_text, is_null, parse, text, Node, Obj, Result};
-use crate::detect::positions::{
-    self, Container, Field, Holds, Single, Tag, ARGUMENT_KEYS, CONTAINERS, CONTENT_KEYS, SINGLE,
-};
+use crate::detect::node::{id_text, is, parse, text, Node, Obj, Result};
+use crate::detect::positions::{self, Container, Field, Holds, Single, Tag};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format};
 use crate::verdict::ViolationCode;
 
@@ -182,9 +180,9 @@ struct Own {
 }
 
 impl Own {
-    fn consumes(self, key: &str) -> bool {
-        ((self.arguments || self.content) && ARGUMENT_KEYS.contains(&key))
-            || (self.content && CONTENT_KEYS.contains(&key))
+    fn consumes(self, container: &Container) -> bool {
+        ((self.arguments || self.content) && container.argument)
+            || (self.content && container.content)
     }
 }
 
@@ -196,8 +194,7 @@ fn walk(
     out: &mut Collector<'_>,
 ) -> Result<()> {
     request(o, out);
-    let mut bounds = [out.mark(); CONTAINERS.len() + 1];
-    let mut n = 1;
+    let mut bounds: smallvec::SmallVec<[Mark; 4]> = smallvec::smallvec![out.mark()];
     let own = if o.jsonrpc.is_some() || o.method.is_some() {
         mcp::message(o, out)?;
         Own {
@@ -207,28 +204,28 @@ fn walk(
     } else {
         own(o, slot, tag, role, out)?
     };
-    let wraps_data =
-        matches!(tag, Some(Tag::Message(_))) || o.object.is_some_and(|v| v.get() == "\"list\"");
-    for container in CONTAINERS {
-        if own.consumes(container.key) || (container.key == "data" && !wraps_data) {
-            continue;
+    positions::containers(o, |container, field| {
+        if own.consumes(container)
+            || (container.key == "data" && !(matches!(tag, Some(Tag::Message(_))) || o.object.0))
+        {
+            return Ok(());
         }
-        let Some(field) = (container.get)(o) else {
-            continue;
-        };
-        bounds[n] = out.mark();
-        n += 1;
+        bounds.push(out.mark());
         out.enter(container.key);
-        let read = match (container.key, field, constructor_role(o)) {
-            ("kwargs", Field::Node(Node::Object(kwargs)), Some(role)) => {
-                object_as(kwargs, Slot::Inner, Some(role), out)
-            }
+        let read = match field {
+            Field::Raw(kwargs) if container.key == "kwargs" => match constructor_role(o) {
+                Some(role) => match parse::<Node<'_>>(kwargs)? {
+                    Node::Object(kwargs) => object_as(&kwargs, Slot::Inner, Some(role), out),
+                    _ => read_container(container, field, out),
+                },
+                None => read_container(container, field, out),
+            },
             _ => read_container(container, field, out),
         };
         out.leave();
-        read?;
-    }
-    out.merge(bounds[0], &bounds[..n]);
+        read
+    })?;
+    out.merge(bounds[0], &bounds);
     Ok(())
 }
 
@@ -246,8 +243,7 @@ fn request(o: &Obj<'_>, out: &mut Collector<'_>) {
     if let Some(tools) = o.tools.filter(|t| t.get().starts_with('[')) {
         out.declare_tools(tools);
     }
-    let present = |raw: Option<&RawValue>| raw.is_some_and(|r| !is_null(r));
-    if present(o.previous_response_id) || present(o.conversation) {
+    if o.previous_response_id.is_some() || o.conversation.is_some() {
         out.continues();
     }
 }
@@ -318,8 +314,12 @@ fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) 
     Ok(())
 }
 
+/// The readings of one object's call: usually one, two when a format
+/// repeats itself.
+type Readings<'a> = smallvec::SmallVec<[Reading<'a>; 2]>;
+
 /// One reading of a call: where it came from and what it says.
-struct Reading<'o> {
+struct Reading<'a> {
     /// Where it was read from: `type`, `name` (the object's own keys), or
     /// a single-call key (`function`, `functionCall`, ...).
     from: &'static str,
@@ -329,21 +329,21 @@ struct Reading<'o> {
     name_key: &'static str,
     format: Format,
     kind: CallKind,
-    id: Option<Cow<'o, str>>,
-    name: Cow<'o, str>,
-    args: ArgSource<'o>,
+    id: Option<Cow<'a, str>>,
+    name: Cow<'a, str>,
+    args: ArgSource<'a>,
 }
 
 /// What the object is itself: a call, a result, or neither.
-fn own<'o>(
-    o: &'o Obj<'_>,
+fn own<'a>(
+    o: &Obj<'a>,
     slot: Slot,
     tag: Option<Tag>,
     role: Option<&str>,
     out: &mut Collector<'_>,
 ) -> Result<Own> {
     let mut own = Own::default();
-    let mut readings: Vec<Reading<'o>> = Vec::new();
+    let mut readings: Readings<'a> = Readings::new();
     typed(o, tag, &mut own, &mut readings, out);
     let result = matches!(role, Some("tool" | "function")) && role_result(o, role, out)?;
     own.content |= result;
@@ -368,7 +368,7 @@ fn own<'o>(
             &mut readings,
         );
     }
-    singles(o, &mut readings, out);
+    singles(o, &mut readings, out)?;
     let beside = || argument_keys(o).filter(|(key, _)| *key != "input");
     if !own.arguments && !readings.is_empty() && beside().next().is_some() {
         // Arguments beside a single-call key (`{"function": {...},
@@ -409,17 +409,17 @@ fn own<'o>(
         );
     }
     let invalid = tag == Some(Tag::Invalid) || slot == Slot::InvalidCall;
-    record(readings, invalid, out);
+    record(&mut readings, invalid, out);
     part_results(o, tag, out);
     Ok(own)
 }
 
 /// The call an object's `type` makes it, or its result.
-fn typed<'o>(
-    o: &'o Obj<'_>,
+fn typed<'a>(
+    o: &Obj<'a>,
     tag: Option<Tag>,
     own: &mut Own,
-    readings: &mut Vec<Reading<'o>>,
+    readings: &mut Readings<'a>,
     out: &mut Collector<'_>,
 ) {
     match tag {
@@ -503,7 +503,7 @@ fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Resu
             o.tool_call_id.as_deref(),
             o.name.as_deref(),
             o.content,
-            o.status.as_deref() == Some("error"),
+            is(o.status, "error"),
         );
     }
     Ok(true)
@@ -511,23 +511,32 @@ fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Resu
 
 /// The calls of the object's single-call keys (`function`, `functionCall`,
 /// ...), and the results of its single-result keys.
-fn singles<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collector<'_>) {
-    for (key, single, get) in SINGLE {
-        let Some(node) = get(o) else { continue };
-        if *key == "function_call" && o.messages.is_some() {
+fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) -> Result<()> {
+    positions::singles(o, |key, single, field| {
+        if key == "function_call" && o.messages.is_some() {
             // A request's legacy `function_call` forces a function: it is
             // not a call.
-            continue;
+            return Ok(());
         }
+        let parsed;
+        let node = match field {
+            Field::Node(node) => node,
+            Field::Raw(raw) => {
+                parsed = parse::<Node<'a>>(raw)?;
+                &parsed
+            }
+        };
         match node {
-            Node::Object(inner) => one(o, inner, key, *single, readings, out),
+            Node::Object(inner) => one(o, inner, key, single, readings, out),
             Node::Null => {}
             other => out.violation(
                 ViolationCode::MalformedPayload,
                 format!("`{key}` is {}, where an object is expected", other.kind()),
             ),
         }
-    }
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// The results a call part carries once its tool ran, recorded after its
@@ -541,7 +550,7 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
             .filter(|_| kind != "dynamic-tool")
             .or(o.toolName.as_deref());
         let call_id = o.toolCallId.as_deref();
-        match o.state.as_deref() {
+        match text(o.state).as_deref() {
             Some("output-available") => {
                 out.result(Format::VercelAi, call_id, name, o.output, false);
             }
@@ -558,11 +567,15 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
             _ => {}
         }
     }
-    let invocation = match &o.toolInvocation {
-        Some(Node::Object(inner)) => Some(&**inner),
+    let parsed;
+    let invocation = match o.toolInvocation.map(parse::<Node<'_>>) {
+        Some(Ok(Node::Object(inner))) => {
+            parsed = inner;
+            Some(&*parsed)
+        }
         _ => (tag.is_none() && o.toolCallId.is_some()).then_some(o),
     };
-    if let Some(v4) = invocation.filter(|i| i.state.as_deref() == Some("result")) {
+    if let Some(v4) = invocation.filter(|i| is(i.state, "result")) {
         out.result(
             Format::VercelAi,
             v4.toolCallId.as_deref(),
@@ -593,13 +606,13 @@ fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>
 
 /// The readings of a call named by `name` / `toolName`, one per argument
 /// key present (they must agree), or one with no arguments.
-fn named<'o>(
-    o: &'o Obj<'_>,
+fn named<'a>(
+    o: &Obj<'a>,
     from: &'static str,
     format: Format,
     kind: CallKind,
-    id: Option<&Cow<'o, str>>,
-    readings: &mut Vec<Reading<'o>>,
+    id: Option<&Cow<'a, str>>,
+    readings: &mut Readings<'a>,
 ) {
     let mut names = [
         o.name.clone().map(|name| ("name", name)),
@@ -608,7 +621,10 @@ fn named<'o>(
     if names.iter().all(Option::is_none) {
         names[0] = Some(("name", Cow::Borrowed("")));
     }
-    let incomplete = matches!(o.state.as_deref(), Some("input-streaming" | "partial-call"));
+    let incomplete = matches!(
+        text(o.state).as_deref(),
+        Some("input-streaming" | "partial-call")
+    );
     for (name_key, name) in names.into_iter().flatten() {
         let before = readings.len();
         for (key, raw) in argument_keys(o) {
@@ -672,7 +688,7 @@ fn incomplete_error() -> ArgumentError {
 /// A Vercel AI SDK UI message tool part: `tool-<name>` (v5) or
 /// `dynamic-tool` with `toolName`; a call, and a result once its state
 /// says the tool ran.
-fn ui_tool<'o>(o: &'o Obj<'_>, readings: &mut Vec<Reading<'o>>, out: &mut Collector<'_>) {
+fn ui_tool<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) {
     let kind = o.kind.as_deref().unwrap_or_default();
     let typed_name = kind
         .strip_prefix("tool-")
@@ -732,12 +748,12 @@ fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
 }
 
 /// The call or result a single-call key holds.
-fn one<'o>(
-    outer: &'o Obj<'_>,
-    inner: &'o Obj<'_>,
+fn one<'a>(
+    outer: &Obj<'a>,
+    inner: &Obj<'a>,
     key: &'static str,
     single: Single,
-    readings: &mut Vec<Reading<'o>>,
+    readings: &mut Readings<'a>,
     out: &mut Collector<'_>,
 ) {
     match single {
@@ -837,7 +853,7 @@ fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
             inner.toolUseId.as_deref(),
             None,
             inner.content,
-            inner.status.as_deref() == Some("error"),
+            is(inner.status, "error"),
         );
     }
 }
@@ -862,18 +878,17 @@ fn where_(reading: &Reading<'_>) -> String {
 /// Record the object's own call: its readings must agree, or the payload
 /// is refused. An element of a call list that holds no call is a call
 /// with no name (refused by the checks).
-fn record(readings: Vec<Reading<'_>>, invalid: bool, out: &mut Collector<'_>) {
-    let mut readings = readings.into_iter();
-    let Some(first) = readings.next() else {
-        return;
-    };
-    if out.is_census() {
-        // Where the call sits, and through which key it was read.
-        out.census_at(first.from);
+fn record(readings: &mut Readings<'_>, invalid: bool, out: &mut Collector<'_>) {
+    if readings.is_empty() {
         return;
     }
-    let others: Vec<Reading<'_>> = readings.collect();
-    if others.is_empty() && !invalid {
+    if out.is_census() {
+        // Where the call sits, and through which key it was read.
+        out.census_at(readings[0].from);
+        return;
+    }
+    if readings.len() == 1 && !invalid {
+        let Some(first) = readings.pop() else { return };
         out.call(
             first.format,
             first.kind,
@@ -883,9 +898,11 @@ fn record(readings: Vec<Reading<'_>>, invalid: bool, out: &mut Collector<'_>) {
         );
         return;
     }
+    let mut all = readings.drain(..);
+    let Some(first) = all.next() else { return };
     let (first_at, first_named) = (where_(&first), named_at(&first));
     let mut read = out.arguments(first.kind, first.args);
-    for other in others {
+    for other in all {
         if other.name != first.name {
             out.violation(
                 ViolationCode::MalformedPayload,

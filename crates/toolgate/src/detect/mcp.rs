@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector};
 use crate::detect::document::{object, Slot};
-use crate::detect::node::{id_text, parse, Node, Obj, Result};
+use crate::detect::node::{id_text, is, parse, Node, Obj, Result};
 use crate::model::{CallKind, Format};
 use crate::verdict::ViolationCode;
 
@@ -25,7 +25,7 @@ struct CallParams<'a> {
 pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     out.saw(Format::Mcp);
     let id = id_text(o.id);
-    if o.method.as_deref() == Some("tools/call") {
+    if is(o.method, "tools/call") {
         let params: Option<CallParams<'_>> = match o.params {
             Some(raw) if raw.get().starts_with('{') => Some(parse(raw)?),
             _ => None,

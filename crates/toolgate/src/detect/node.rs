@@ -87,8 +87,9 @@ pub(crate) struct Obj<'a> {
     pub(crate) toolName: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) role: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) object: Option<&'a RawValue>,
+    /// `"object": "list"` (an OpenAI list of items).
+    #[serde(default)]
+    pub(crate) object: IsList,
 
     // Containers: each holds messages, items, blocks or calls.
     #[serde(borrow)]
@@ -102,45 +103,45 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow)]
     pub(crate) message: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) delta: Option<Node<'a>>,
+    pub(crate) delta: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) parts: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) steps: Option<Node<'a>>,
+    pub(crate) steps: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) kwargs: Option<Node<'a>>,
+    pub(crate) kwargs: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) additional_kwargs: Option<Node<'a>>,
+    pub(crate) additional_kwargs: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) tool_calls: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) invalid_tool_calls: Option<Node<'a>>,
+    pub(crate) invalid_tool_calls: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) tool_call_chunks: Option<Node<'a>>,
+    pub(crate) tool_call_chunks: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) toolCalls: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) toolInvocations: Option<Node<'a>>,
+    pub(crate) toolInvocations: Option<&'a RawValue>,
 
     // One call or one result each.
     #[serde(borrow)]
     pub(crate) function: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) function_call: Option<Node<'a>>,
+    pub(crate) function_call: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) functionCall: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) toolUse: Option<Node<'a>>,
+    pub(crate) toolUse: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) custom: Option<Node<'a>>,
+    pub(crate) custom: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) toolInvocation: Option<Node<'a>>,
+    pub(crate) toolInvocation: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) functionResponse: Option<Node<'a>>,
+    pub(crate) functionResponse: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) function_response: Option<Node<'a>>,
+    pub(crate) function_response: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) toolResult: Option<Node<'a>>,
+    pub(crate) toolResult: Option<&'a RawValue>,
 
     // Raw until read: containers that may also be arguments or result
     // content, arguments, and result content.
@@ -185,32 +186,24 @@ pub(crate) struct Obj<'a> {
     pub(crate) is_error: Option<bool>,
     pub(crate) isError: Option<bool>,
     #[serde(borrow)]
-    pub(crate) status: Option<Cow<'a, str>>,
+    pub(crate) status: Option<&'a RawValue>,
     #[serde(borrow)]
-    pub(crate) state: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub(crate) partialArgs: Option<&'a RawValue>,
+    pub(crate) state: Option<&'a RawValue>,
+    pub(crate) partialArgs: Option<Seen>,
     pub(crate) willContinue: Option<bool>,
 
     // Requests and JSON-RPC.
+    pub(crate) jsonrpc: Option<Seen>,
     #[serde(borrow)]
-    pub(crate) jsonrpc: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) method: Option<Cow<'a, str>>,
+    pub(crate) method: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) tools: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) model: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) system: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) inputSchema: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) input_schema: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) previous_response_id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub(crate) conversation: Option<&'a RawValue>,
+    pub(crate) model: Option<Seen>,
+    pub(crate) system: Option<Seen>,
+    pub(crate) inputSchema: Option<Seen>,
+    pub(crate) input_schema: Option<Seen>,
+    pub(crate) previous_response_id: Option<Seen>,
+    pub(crate) conversation: Option<Seen>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
@@ -271,6 +264,62 @@ impl<'de: 'a, 'a> Visitor<'de> for NodeVisitor<'a> {
     }
 }
 
+/// A key whose value is never read: only that it is there, and not null.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Seen;
+
+impl<'de> Deserialize<'de> for Seen {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(de).map(|_| Seen)
+    }
+}
+
+/// Whether a value is the string `"list"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct IsList(pub(crate) bool);
+
+impl<'de> Deserialize<'de> for IsList {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IsList;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<IsList, E> {
+                Ok(IsList(v == "list"))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+            fn visit_unit<E>(self) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IsList, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(IsList(false))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<IsList, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(IsList(false))
+            }
+        }
+        de.deserialize_any(V)
+    }
+}
+
 pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
 
 /// Parse a raw value into a typed, borrowed view.
@@ -295,7 +344,18 @@ pub(crate) fn text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
         .and_then(|r| serde_json::from_str(r.get()).ok())
 }
 
-/// Whether a raw value is JSON `null`.
-pub(crate) fn is_null(raw: &RawValue) -> bool {
-    raw.get() == "null"
+/// Whether a raw value is the JSON string `want` (escapes decoded).
+pub(crate) fn is(raw: Option<&RawValue>, want: &str) -> bool {
+    text(raw).is_some_and(|t| t == want)
+}
+
+#[cfg(test)]
+mod tests {
+    /// An `Obj` is allocated per object of a payload: small enough for the
+    /// allocators' fast size classes (glibc serves chunks under 1 KiB from
+    /// its small bins).
+    #[test]
+    fn an_obj_stays_under_a_kibibyte() {
+        assert!(std::mem::size_of::<super::Obj<'_>>() <= 1000);
+    }
 }

@@ -47,167 +47,100 @@ pub(crate) enum Field<'o, 'a> {
     Raw(&'a serde_json::value::RawValue),
 }
 
-type Getter = for<'o, 'a> fn(&'o Obj<'a>) -> Option<Field<'o, 'a>>;
-
 /// One container row.
 pub(crate) struct Container {
     pub(crate) key: &'static str,
     pub(crate) holds: Holds,
     /// The format a payload is recognised as when only this key matched.
     pub(crate) format: Format,
-    pub(crate) get: Getter,
+    /// An argument key too (`input`): not a container of a call object.
+    pub(crate) argument: bool,
+    /// A result's content key too (`content`, `output`, `response`): not a
+    /// container of a result.
+    pub(crate) content: bool,
 }
 
-macro_rules! node {
-    ($field:ident) => {{
-        fn get<'o, 'a>(o: &'o Obj<'a>) -> Option<Field<'o, 'a>> {
-            o.$field.as_ref().map(Field::Node)
+/// The value of one key of an [`Obj`], as a [`Field`]: parsed in the same
+/// pass (`node`) or kept as raw text (`raw`).
+macro_rules! field {
+    ($o:ident, $field:ident, node) => {
+        $o.$field.as_ref().map(Field::Node)
+    };
+    ($o:ident, $field:ident, raw) => {
+        $o.$field.map(Field::Raw)
+    };
+}
+
+/// The container rows, and `containers`, which visits the ones an object
+/// holds in table order without a call through a pointer per row.
+macro_rules! containers {
+    ($($key:literal => $field:ident ($kind:ident), $holds:ident, $format:ident $(, $flag:ident)*;)*) => {
+        /// Every container key, in the order an object's containers are
+        /// read: a request before its response (a logged exchange holds
+        /// both), the fullest record before its summaries (a Vercel
+        /// result's `response.messages` before its `steps`, `content` and
+        /// `toolCalls`, which repeat them).
+        pub(crate) const CONTAINERS: &[Container] = &[$(Container {
+            key: $key,
+            holds: Holds::$holds,
+            format: Format::$format,
+            argument: containers!(@flag argument $($flag)*),
+            content: containers!(@flag content $($flag)*),
+        },)*];
+
+        /// Call `visit` with each container `o` holds, in table order.
+        #[inline]
+        pub(crate) fn containers<'o, 'a, E>(
+            o: &'o Obj<'a>,
+            mut visit: impl FnMut(&'static Container, Field<'o, 'a>) -> Result<(), E>,
+        ) -> Result<(), E> {
+            let mut row = 0;
+            $(
+                if let Some(field) = field!(o, $field, $kind) {
+                    visit(&CONTAINERS[row], field)?;
+                }
+                row += 1;
+            )*
+            debug_assert_eq!(row, CONTAINERS.len());
+            Ok(())
         }
-        get as Getter
-    }};
+    };
+    (@flag $want:ident) => { false };
+    (@flag argument argument $($rest:ident)*) => { true };
+    (@flag content content $($rest:ident)*) => { true };
+    (@flag $want:ident $other:ident $($rest:ident)*) => { containers!(@flag $want $($rest)*) };
 }
 
-macro_rules! raw {
-    ($field:ident) => {{
-        fn get<'o, 'a>(o: &'o Obj<'a>) -> Option<Field<'o, 'a>> {
-            o.$field.map(Field::Raw)
-        }
-        get as Getter
-    }};
+containers! {
+    "messages" => messages(node), List, Generic;
+    "contents" => contents(node), List, Gemini;
+    "input" => input(raw), ListOrObject, OpenAiResponses, argument;
+    "response" => response(raw), Object, VercelAi, content;
+    "choices" => choices(node), List, OpenAiChat;
+    "candidates" => candidates(node), List, Gemini;
+    "output" => output(raw), ListOrObject, OpenAiResponses, content;
+    "message" => message(node), Object, Generic;
+    "delta" => delta(raw), Object, OpenAiChat;
+    "steps" => steps(raw), List, VercelAi;
+    "content" => content(raw), ListOrObject, Anthropic, content;
+    "parts" => parts(node), List, Gemini;
+    "kwargs" => kwargs(raw), Object, Generic;
+    "data" => data(raw), ListOrObject, Generic;
+    "tool_calls" => tool_calls(node), Calls, Generic;
+    "tool_call_chunks" => tool_call_chunks(raw), Calls, Generic;
+    "invalid_tool_calls" => invalid_tool_calls(raw), InvalidCalls, Generic;
+    "additional_kwargs" => additional_kwargs(raw), Object, Generic;
+    "toolCalls" => toolCalls(node), Calls, VercelAi;
+    "toolInvocations" => toolInvocations(raw), Calls, VercelAi;
 }
-
-/// Every container key, in the order an object's containers are read: a
-/// request before its response (a logged exchange holds both), the fullest
-/// record before its summaries (a Vercel result's `response.messages`
-/// before its `steps`, `content` and `toolCalls`, which repeat them).
-pub(crate) const CONTAINERS: &[Container] = &[
-    Container {
-        key: "messages",
-        holds: Holds::List,
-        format: Format::Generic,
-        get: node!(messages),
-    },
-    Container {
-        key: "contents",
-        holds: Holds::List,
-        format: Format::Gemini,
-        get: node!(contents),
-    },
-    Container {
-        key: "input",
-        holds: Holds::ListOrObject,
-        format: Format::OpenAiResponses,
-        get: raw!(input),
-    },
-    Container {
-        key: "response",
-        holds: Holds::Object,
-        format: Format::VercelAi,
-        get: raw!(response),
-    },
-    Container {
-        key: "choices",
-        holds: Holds::List,
-        format: Format::OpenAiChat,
-        get: node!(choices),
-    },
-    Container {
-        key: "candidates",
-        holds: Holds::List,
-        format: Format::Gemini,
-        get: node!(candidates),
-    },
-    Container {
-        key: "output",
-        holds: Holds::ListOrObject,
-        format: Format::OpenAiResponses,
-        get: raw!(output),
-    },
-    Container {
-        key: "message",
-        holds: Holds::Object,
-        format: Format::Generic,
-        get: node!(message),
-    },
-    Container {
-        key: "delta",
-        holds: Holds::Object,
-        format: Format::OpenAiChat,
-        get: node!(delta),
-    },
-    Container {
-        key: "steps",
-        holds: Holds::List,
-        format: Format::VercelAi,
-        get: node!(steps),
-    },
-    Container {
-        key: "content",
-        holds: Holds::ListOrObject,
-        format: Format::Anthropic,
-        get: raw!(content),
-    },
-    Container {
-        key: "parts",
-        holds: Holds::List,
-        format: Format::Gemini,
-        get: node!(parts),
-    },
-    Container {
-        key: "kwargs",
-        holds: Holds::Object,
-        format: Format::Generic,
-        get: node!(kwargs),
-    },
-    Container {
-        key: "data",
-        holds: Holds::ListOrObject,
-        format: Format::Generic,
-        get: raw!(data),
-    },
-    Container {
-        key: "tool_calls",
-        holds: Holds::Calls,
-        format: Format::Generic,
-        get: node!(tool_calls),
-    },
-    Container {
-        key: "tool_call_chunks",
-        holds: Holds::Calls,
-        format: Format::Generic,
-        get: node!(tool_call_chunks),
-    },
-    Container {
-        key: "invalid_tool_calls",
-        holds: Holds::InvalidCalls,
-        format: Format::Generic,
-        get: node!(invalid_tool_calls),
-    },
-    Container {
-        key: "additional_kwargs",
-        holds: Holds::Object,
-        format: Format::Generic,
-        get: node!(additional_kwargs),
-    },
-    Container {
-        key: "toolCalls",
-        holds: Holds::Calls,
-        format: Format::VercelAi,
-        get: node!(toolCalls),
-    },
-    Container {
-        key: "toolInvocations",
-        holds: Holds::Calls,
-        format: Format::VercelAi,
-        get: node!(toolInvocations),
-    },
-];
 
 /// The keys an object's own call takes its arguments from, whatever its
 /// format. When several are present they must agree.
+#[cfg(test)]
 pub(crate) const ARGUMENT_KEYS: [&str; 5] = ["arguments", "params", "parameters", "args", "input"];
 
 /// The keys a result's content may sit in: never read for calls.
+#[cfg(test)]
 pub(crate) const CONTENT_KEYS: [&str; 4] = ["content", "output", "result", "response"];
 
 /// Keys that hold one call (or one result) of an object.
@@ -232,45 +165,42 @@ pub(crate) enum Single {
     ToolResult,
 }
 
-type SingleGetter = for<'o, 'a> fn(&'o Obj<'a>) -> Option<&'o Node<'a>>;
+/// The single-call and single-result rows, and `singles`, which visits
+/// the ones an object holds in reading order.
+macro_rules! singles {
+    ($($key:literal => $field:ident ($kind:ident), $single:ident;)*) => {
+        /// Every single-call and single-result key, in reading order.
+        #[cfg(test)]
+        pub(crate) const SINGLE: &[(&str, Single)] = &[$(($key, Single::$single),)*];
 
-macro_rules! single {
-    ($field:ident) => {{
-        fn get<'o, 'a>(o: &'o Obj<'a>) -> Option<&'o Node<'a>> {
-            o.$field.as_ref()
+        /// Call `visit` with each single-call or single-result key `o`
+        /// holds, in reading order.
+        #[inline]
+        pub(crate) fn singles<'o, 'a, E>(
+            o: &'o Obj<'a>,
+            mut visit: impl FnMut(&'static str, Single, Field<'o, 'a>) -> Result<(), E>,
+        ) -> Result<(), E> {
+            $(
+                if let Some(field) = field!(o, $field, $kind) {
+                    visit($key, Single::$single, field)?;
+                }
+            )*
+            Ok(())
         }
-        get as SingleGetter
-    }};
+    };
 }
 
-/// Every single-call and single-result key, in reading order.
-pub(crate) const SINGLE: &[(&str, Single, SingleGetter)] = &[
-    ("function", Single::Function, single!(function)),
-    (
-        "function_call",
-        Single::FunctionCall,
-        single!(function_call),
-    ),
-    ("functionCall", Single::GeminiCall, single!(functionCall)),
-    ("toolUse", Single::ToolUse, single!(toolUse)),
-    ("custom", Single::Custom, single!(custom)),
-    (
-        "toolInvocation",
-        Single::ToolInvocation,
-        single!(toolInvocation),
-    ),
-    (
-        "functionResponse",
-        Single::GeminiResult,
-        single!(functionResponse),
-    ),
-    (
-        "function_response",
-        Single::GeminiResult,
-        single!(function_response),
-    ),
-    ("toolResult", Single::ToolResult, single!(toolResult)),
-];
+singles! {
+    "function" => function(node), Function;
+    "function_call" => function_call(raw), FunctionCall;
+    "functionCall" => functionCall(node), GeminiCall;
+    "toolUse" => toolUse(raw), ToolUse;
+    "custom" => custom(raw), Custom;
+    "toolInvocation" => toolInvocation(raw), ToolInvocation;
+    "functionResponse" => functionResponse(raw), GeminiResult;
+    "function_response" => function_response(raw), GeminiResult;
+    "toolResult" => toolResult(raw), ToolResult;
+}
 
 /// What an object's `type` makes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,4 +294,33 @@ pub(crate) fn is_item_type(kind: &str) -> bool {
                 | Tag::Result(Format::OpenAiResponses)
         )
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{tag, Tag, ARGUMENT_KEYS, CONTAINERS, CONTENT_KEYS, SINGLE};
+
+    #[test]
+    fn the_table_is_consistent() {
+        for c in CONTAINERS {
+            assert_eq!(c.argument, ARGUMENT_KEYS.contains(&c.key), "{}", c.key);
+            assert_eq!(c.content, CONTENT_KEYS.contains(&c.key), "{}", c.key);
+            assert!(SINGLE.iter().all(|(key, _)| *key != c.key), "{}", c.key);
+        }
+        let mut keys: Vec<&str> = CONTAINERS.iter().map(|c| c.key).collect();
+        keys.extend(SINGLE.iter().map(|(key, _)| *key));
+        let count = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), count, "a key is registered twice");
+    }
+
+    #[test]
+    fn tags() {
+        assert_eq!(tag("tool-get_weather"), Some(Tag::UiTool));
+        assert_eq!(tag("tool-input-available"), Some(Tag::Plain));
+        assert_eq!(tag("web_search_call"), Some(Tag::Hosted("web_search")));
+        assert_eq!(tag("function_call_output"), tag("custom_tool_call_output"));
+        assert_eq!(tag("function"), None);
+    }
 }
