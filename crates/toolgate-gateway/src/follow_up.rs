@@ -86,7 +86,6 @@ pub(crate) fn link(detection: &mut Detection, earlier: &[(String, String)]) {
         };
     }
     detection.pending = detection.pending.map(|turn| turn + 1);
-    detection.continues = false;
     let first = detection.calls.len();
     let injected = earlier.iter().enumerate().map(|(at, (id, name))| ToolCall {
         index: first + at,

@@ -114,11 +114,11 @@ pub(crate) fn check(
 ) -> Result<RequestCheck, Box<Verdict>> {
     let policy = &*gw.policy;
     let mut detection = detect_with(body, policy.limits());
-    match earlier {
-        Some(earlier) => crate::follow_up::link(&mut detection, earlier),
-        // Results for calls this gateway never released are refused, even
-        // when the request says the provider keeps the conversation.
-        None => detection.continues = false,
+    // Results for calls this gateway never released are refused, even
+    // when the request says the provider keeps the conversation.
+    detection.continues = false;
+    if let Some(earlier) = earlier {
+        crate::follow_up::link(&mut detection, earlier);
     }
     let declared = gw.declared.get(policy, &detection.tools);
     let options = CheckOptions {

@@ -307,6 +307,16 @@ fn has_arguments(object: &Map<String, Value>) -> bool {
         .any(|k| object.get(*k).is_some_and(|v| !v.is_null()))
 }
 
+/// Whether a request's legacy `function_call` only chooses a function (a
+/// string, or a name with no arguments): then it is not a call.
+fn chooses(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::String(_)) => true,
+        Some(Value::Object(f)) => !has_arguments(f),
+        _ => false,
+    }
+}
+
 /// Whether the object is a tool result. A tool message is one when it
 /// carries one (an id, a name, content); one that only holds AI SDK
 /// `tool-result` parts, or nothing (a wrapper such as LangChain's `data`),
@@ -335,13 +345,21 @@ fn walk_object(object: &Map<String, Value>, slot: Slot, quiet: bool, out: &mut W
     let kind = kind_of(text(object, "type"));
     // A `type` that makes the object a call, a result or a known part
     // decides what it is: a `role` beside it is not a message's role.
-    let role = match kind {
-        Kind::Message(Some(role)) => Some(role),
-        Kind::Message(None) | Kind::Other => text(object, "role"),
+    let role = match (slot, kind) {
+        // An element of a call list is a call whatever role it claims.
+        (Slot::CallList { .. }, _) => None,
+        (_, Kind::Message(Some(role))) => Some(role),
+        // A message with no role is of some other role than the user's.
+        (_, Kind::Message(None)) => Some(text(object, "role").unwrap_or("other")),
+        (_, Kind::Other) => text(object, "role"),
         _ => None,
     };
-    // Calls inside a user, system or developer message are not calls.
-    let quiet = quiet || role.is_some_and(|r| ["user", "system", "developer"].contains(&r));
+    // Calls inside a user, system or developer message are not calls; a
+    // message of another role inside one is read again.
+    let quiet = match role {
+        Some(r) => ["user", "system", "developer"].contains(&r),
+        None => quiet,
+    };
     let result = is_result(object, kind, role);
     let declaration = object.contains_key("inputSchema") || object.contains_key("input_schema");
 
@@ -364,12 +382,17 @@ fn walk_object(object: &Map<String, Value>, slot: Slot, quiet: bool, out: &mut W
         Kind::Result => {}
         // A declaration is not a call (but a `type` that makes an object a
         // call wins over a schema beside it).
-        Kind::Message(_) | Kind::Plain | Kind::Other if result || declaration => {}
+        Kind::Message(_) | Kind::Plain | Kind::Other if result => {}
         Kind::Message(_) | Kind::Plain | Kind::Other => {
             // In a call list a name is the call's name whatever else the
             // element says; at the root only without a role or a type.
+            // A tool declaration (`inputSchema`) is no call by its name
+            // alone, but with arguments it is one.
             let alone = matches!(slot, Slot::CallList { .. })
-                || (slot != Slot::Inner && role.is_none() && !object.contains_key("type"));
+                || (slot != Slot::Inner
+                    && role.is_none()
+                    && !object.contains_key("type")
+                    && !declaration);
             if has_arguments(object) || alone {
                 for name in names(object) {
                     own.push(Call {
@@ -386,7 +409,7 @@ fn walk_object(object: &Map<String, Value>, slot: Slot, quiet: bool, out: &mut W
     let mut call_object = !own.is_empty();
     // Single-call keys are read in every object, a result's too.
     for key in SINGLE_CALLS {
-        if key == "function_call" && object.contains_key("messages") {
+        if key == "function_call" && object.contains_key("messages") && chooses(object.get(key)) {
             continue;
         }
         match object.get(key) {
@@ -942,6 +965,9 @@ const POSITIONS: [(&str, Position); 9] = [
     ),
 ];
 
+/// The positions that are lists of calls: views of an object's calls.
+const VIEWS: [&str; 3] = ["tool_calls", "content blocks", "toolCalls"];
+
 /// How the second reading of the call compares with the first.
 #[derive(Clone, Copy, Debug)]
 enum Second {
@@ -996,7 +1022,15 @@ fn one_call_in_two_positions_counts_once_or_is_refused() {
                 let once = found.violations.is_empty()
                     && found.calls.len() == 1
                     && found.calls[0].name == "t";
+                // The object's own call and a call in one of its lists are
+                // two calls (a check refuses the repeated id); two views
+                // of the object's calls, or two readings of its own call,
+                // are one call read twice.
+                let view = |name: &str| VIEWS.contains(&name);
                 let ok = match how {
+                    _ if view(first_name) != view(second_name) => {
+                        refused(&found) || found.calls.len() == 2
+                    }
                     Second::Agrees => {
                         once && found.calls[0].arguments.as_object() == arguments.as_object()
                     }

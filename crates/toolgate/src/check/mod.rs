@@ -28,7 +28,9 @@ use crate::verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, Vi
 /// How to check, beyond what the policy says.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CheckOptions<'a> {
-    /// Also check the tool results in the payload (`check --results`).
+    /// Also check the tool results in the payload (`check --results`), in
+    /// the trajectory phase. The request phase always links results; the
+    /// response phase never does.
     pub results: bool,
     /// No tool call at all fails, whatever the policy says
     /// (`check --require-calls`).

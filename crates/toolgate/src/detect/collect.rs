@@ -130,9 +130,15 @@ impl<'l> Collector<'l> {
     }
 
     /// In census mode, the path (container keys joined by `/`) of every
-    /// call found, in order.
-    pub(crate) fn positions(self) -> Vec<String> {
-        self.census.unwrap_or_default()
+    /// call found, in order, and whether the document was malformed.
+    pub(crate) fn positions(self) -> (Vec<String>, bool) {
+        let malformed = !self.violations.is_empty();
+        (self.census.unwrap_or_default(), malformed)
+    }
+
+    /// No call, no result, nothing wrong: what was read holds nothing.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.calls.is_empty() && self.results.is_empty() && self.violations.is_empty()
     }
 
     /// Whether this collector only takes a census of positions.
@@ -143,9 +149,7 @@ impl<'l> Collector<'l> {
     /// Census mode: a call read through `from` (`type`, `name`, a
     /// single-call key) sits in the current object.
     pub(crate) fn census_at(&mut self, from: &str) {
-        if self.muted > 0 {
-            return;
-        }
+        // Muted positions too: a stream decoder reads no call there either.
         if let Some(census) = &mut self.census {
             let mut at = self.path.join("/");
             if !at.is_empty() {
@@ -179,14 +183,16 @@ impl<'l> Collector<'l> {
         self.calls.len() > mark.calls || self.results.len() > mark.results
     }
 
-    /// Calls in call positions are not calls until [`Collector::unmute`]
-    /// (a user or system message's).
-    pub(crate) fn mute(&mut self) {
-        self.muted += 1;
+    /// A message starts: what sits in its call positions is a call unless
+    /// `muted` (a user or system message's). Returns what to restore when
+    /// it ends ([`Collector::restore_mute`]).
+    pub(crate) fn mute_as(&mut self, muted: bool) -> usize {
+        std::mem::replace(&mut self.muted, usize::from(muted))
     }
 
-    pub(crate) fn unmute(&mut self) {
-        self.muted = self.muted.saturating_sub(1);
+    /// A message started with [`Collector::mute_as`] ends.
+    pub(crate) fn restore_mute(&mut self, outer: usize) {
+        self.muted = outer;
     }
 
     /// A message that recorded neither a call nor a result ended: the
@@ -304,11 +310,11 @@ impl<'l> Collector<'l> {
     /// or past `max_calls`).
     fn admit(&mut self, format: Format) -> bool {
         self.saw(format);
-        if self.muted > 0 {
-            return false;
-        }
         if let Some(census) = &mut self.census {
             census.push(self.path.join("/"));
+            return false;
+        }
+        if self.muted > 0 {
             return false;
         }
         self.seen += 1;
@@ -441,12 +447,12 @@ impl<'l> Collector<'l> {
     /// call read twice: the repeat is dropped when the readings agree; when
     /// they differ the payload is refused, since an executor may read either.
     /// A repeated result is dropped likewise.
-    pub(crate) fn merge(&mut self, mark: Mark, bounds: &[Mark]) {
-        if bounds.len() < 2 {
+    pub(crate) fn merge(&mut self, mark: Mark, bounds: &[(Mark, bool)]) {
+        if bounds.iter().filter(|(_, repeats)| *repeats).count() < 2 {
             return;
         }
         let (drop_calls, turns) = self.repeated_calls(mark, bounds);
-        let drop_results = self.repeated_results(mark, bounds);
+        let drop_results = self.repeated_results(bounds);
         if drop_calls.is_empty() && drop_results.is_empty() {
             return;
         }
@@ -454,21 +460,38 @@ impl<'l> Collector<'l> {
     }
 
     /// The calls of later positions that repeat an earlier one (dropped),
-    /// and the turns they were in, with the turn each repeats.
-    fn repeated_calls(&mut self, mark: Mark, bounds: &[Mark]) -> (Vec<usize>, Vec<(usize, usize)>) {
+    /// and the turns they were in, with the turn each repeats. Only
+    /// positions that may repeat each other (`bounds[i].1`) are compared;
+    /// calls are bounded by `max_calls`, so the scan is short.
+    fn repeated_calls(
+        &mut self,
+        mark: Mark,
+        bounds: &[(Mark, bool)],
+    ) -> (Vec<usize>, Vec<(usize, usize)>) {
+        let end_of = |at: usize, len: usize| bounds.get(at + 1).map_or(len, |(b, _)| b.calls);
         let mut drop_calls = Vec::new();
         let mut matched = Vec::new();
         let mut turns: Vec<(usize, usize)> = Vec::new();
-        for (at, bound) in bounds.iter().enumerate().skip(1) {
-            let end = bounds.get(at + 1).map_or(self.calls.len(), |b| b.calls);
-            for later in bound.calls..end {
+        for (at, (bound, repeats)) in bounds.iter().enumerate() {
+            if !repeats {
+                continue;
+            }
+            let earlier: Vec<usize> = bounds[..at]
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, r))| *r)
+                .flat_map(|(i, (b, _))| b.calls..end_of(i, self.calls.len()))
+                .collect();
+            for later in bound.calls..end_of(at, self.calls.len()) {
                 let Some(id) = self.calls[later].id.as_deref().filter(|id| !id.is_empty()) else {
                     continue;
                 };
-                let same_id: Vec<usize> = (mark.calls..bound.calls)
+                let same_id: Vec<usize> = earlier
+                    .iter()
+                    .copied()
                     .filter(|&e| {
-                        !matched.contains(&e)
-                            && !drop_calls.contains(&e)
+                        e >= mark.calls
+                            && !matched.contains(&e)
                             && self.calls[e].id.as_deref() == Some(id)
                     })
                     .collect();
@@ -477,7 +500,7 @@ impl<'l> Collector<'l> {
                 };
                 let agreeing = same_id.iter().copied().find(|&e| {
                     let (a, b) = (&self.calls[e], &self.calls[later]);
-                    a.name == b.name && a.arguments == b.arguments
+                    a.name == b.name && a.kind == b.kind && a.arguments == b.arguments
                 });
                 match agreeing {
                     Some(earlier) => {
@@ -510,31 +533,52 @@ impl<'l> Collector<'l> {
         (drop_calls, turns)
     }
 
-    /// The results of later positions that repeat an earlier one.
-    fn repeated_results(&mut self, mark: Mark, bounds: &[Mark]) -> Vec<usize> {
+    /// The results of later positions that repeat one of an earlier
+    /// position (the same result written two ways: a Vercel step's
+    /// `output: "..."` and its model message's `{type: text}`; content goes
+    /// to the model, never to an executor). Results are not bounded by
+    /// `max_calls`: looked up by id, in linear time.
+    fn repeated_results(&mut self, bounds: &[(Mark, bool)]) -> Vec<usize> {
+        let mut seen: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
         let mut drop_results = Vec::new();
-        for (at, bound) in bounds.iter().enumerate().skip(1) {
-            let end = bounds.get(at + 1).map_or(self.results.len(), |b| b.results);
+        let mut clashes = Vec::new();
+        for (at, (bound, repeats)) in bounds.iter().enumerate() {
+            let end = bounds
+                .get(at + 1)
+                .map_or(self.results.len(), |(b, _)| b.results);
+            if !repeats {
+                continue;
+            }
+            let mut mine = Vec::new();
             for later in bound.results..end {
-                let Some(id) = self.results[later].call_id.as_deref() else {
+                let result = &self.results[later];
+                let Some(id) = result.call_id.as_deref() else {
                     continue;
                 };
-                let earlier = (mark.results..bound.results).find(|&e| {
-                    !drop_results.contains(&e) && self.results[e].call_id.as_deref() == Some(id)
-                });
-                let Some(earlier) = earlier else { continue };
-                // The same result written two ways (a Vercel step's
-                // `output: "..."` and its model message's `{type: text}`):
-                // content goes to the model, never to an executor.
-                let (a, b) = (&self.results[earlier], &self.results[later]);
-                if a.name.is_some() && b.name.is_some() && a.name != b.name {
-                    self.violation(
-                        ViolationCode::MalformedPayload,
-                        format!("the results for call id '{id}' name two different tools"),
-                    );
+                match seen.get(id) {
+                    Some(&earlier) => {
+                        let first = &self.results[earlier];
+                        if first.name.is_some()
+                            && result.name.is_some()
+                            && first.name != result.name
+                        {
+                            clashes.push(id.to_owned());
+                        }
+                        drop_results.push(later);
+                    }
+                    None => mine.push((id, later)),
                 }
-                drop_results.push(later);
             }
+            // A second result within one position stays: it is a duplicate.
+            for (id, at) in mine {
+                seen.entry(id).or_insert(at);
+            }
+        }
+        for id in clashes {
+            self.violation(
+                ViolationCode::MalformedPayload,
+                format!("the results for call id '{id}' name two different tools"),
+            );
         }
         drop_results
     }
@@ -605,12 +649,19 @@ impl<'l> Collector<'l> {
     }
 }
 
-/// Remove the items at the positions `drop`.
+/// Remove the items at the positions `drop`, in linear time.
 fn drop_at<T>(items: &mut Vec<T>, drop: &[usize]) {
+    if drop.is_empty() {
+        return;
+    }
+    let mut gone = vec![false; items.len()];
+    for &at in drop {
+        gone[at] = true;
+    }
     let mut at = 0;
     items.retain(|_| {
         at += 1;
-        !drop.contains(&(at - 1))
+        !gone[at - 1]
     });
 }
 

@@ -45,9 +45,11 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
 }
 
 /// Where the calls of a document sit (each call's container keys from the
-/// root, joined by `/`), without reading them: a stream checks that an
-/// event carries calls only where its format's decoder reads them.
-pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<Vec<String>> {
+/// root and the key it was read through, joined by `/`), without reading
+/// them, and whether the document is malformed (a call container of the
+/// wrong type): a stream checks that an event carries calls only where its
+/// format's decoder reads them.
+pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<String>, bool)> {
     let root: Node<'_> = serde_json::from_str(text)?;
     let mut out = Collector::census(limits);
     root_node(&root, &mut out)?;
@@ -61,19 +63,25 @@ pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
 }
 
 fn root_node(root: &Node<'_>, out: &mut Collector<'_>) -> Result<()> {
-    match root {
-        Node::Object(o) => object(o, Slot::Root, out),
-        Node::List(items) => {
-            out.saw(Format::Generic);
-            for item in items {
-                if let Node::Object(o) = item {
-                    object(o, Slot::Root, out)?;
-                }
-            }
-            Ok(())
+    each_object(std::slice::from_ref(root), &mut |o| {
+        object(o, Slot::Root, out)
+    })
+}
+
+/// Every object of a list, in order, those of nested lists too (a list of
+/// lists of messages holds messages). Text and scalars hold no call.
+fn each_object<'n, 'a: 'n>(
+    items: &'n [Node<'a>],
+    read: &mut impl FnMut(&'n Obj<'a>) -> Result<()>,
+) -> Result<()> {
+    for item in items {
+        match item {
+            Node::Object(o) => read(o)?,
+            Node::List(inner) => each_object(inner, read)?,
+            Node::Text | Node::Null | Node::Scalar => {}
         }
-        Node::Text | Node::Null | Node::Scalar => Ok(()),
     }
+    Ok(())
 }
 
 /// Where an object sits.
@@ -109,24 +117,27 @@ fn object_as(
         return Ok(());
     }
     let tag = o.kind.as_deref().and_then(positions::tag);
-    let role = role(o, tag).or(given.filter(|_| tag.is_none()));
+    // An element of a call list is a call whatever role it claims.
+    let role = match slot {
+        Slot::Call | Slot::InvalidCall => None,
+        Slot::Root | Slot::Inner => role(o, tag).or(given.filter(|_| tag.is_none())),
+    };
     let mark = out.mark();
-    let muted = matches!(role, Some("user" | "system" | "developer"));
     if let Some(role) = role {
         out.next_turn(Some(role));
         out.saw(Format::Generic);
     }
-    if muted {
-        // Calls on a user or system message are not calls.
-        out.mute();
-    }
+    // Calls on a user or system message are not calls; a message of any
+    // other role inside one (a logged exchange under a `role` key) is read
+    // for its calls again.
+    let outer = role.map(|role| out.mute_as(matches!(role, "user" | "system" | "developer")));
     let read = walk(o, slot, tag, role, out);
     if tag.is_some() || (slot == Slot::Root && o.error.is_some()) {
         // A known shape, even without a call (a text block, an error).
         out.saw(Format::Generic);
     }
-    if muted {
-        out.unmute();
+    if let Some(outer) = outer {
+        out.restore_mute(outer);
     }
     if role.is_some() && !out.recorded_since(mark) {
         out.moved_on();
@@ -193,24 +204,24 @@ fn walk(
     role: Option<&str>,
     out: &mut Collector<'_>,
 ) -> Result<()> {
-    request(o, out);
-    let mut bounds: smallvec::SmallVec<[Mark; 4]> = smallvec::smallvec![out.mark()];
-    let own = if o.jsonrpc.is_some() || o.method.is_some() {
+    request(o, slot, out);
+    // Where the object's own call and each container's readings start,
+    // and whether that container may repeat another's calls.
+    let mut bounds: smallvec::SmallVec<[(Mark, bool); 4]> =
+        smallvec::smallvec![(out.mark(), false)];
+    if o.jsonrpc.is_some() || o.method.is_some() {
+        // JSON-RPC: its `params` and `result` are the MCP reader's; every
+        // other key is read as in any object.
         mcp::message(o, out)?;
-        Own {
-            arguments: true,
-            content: true,
-        }
-    } else {
-        own(o, slot, tag, role, out)?
-    };
+    }
+    let own = own(o, slot, tag, role, out)?;
     positions::containers(o, |container, field| {
         if own.consumes(container)
             || (container.key == "data" && !(matches!(tag, Some(Tag::Message(_))) || o.object.0))
         {
             return Ok(());
         }
-        bounds.push(out.mark());
+        bounds.push((out.mark(), container.repeats));
         out.enter(container.key);
         let read = match field {
             Field::Raw(kwargs) if container.key == "kwargs" => match constructor_role(o) {
@@ -225,13 +236,13 @@ fn walk(
         out.leave();
         read
     })?;
-    out.merge(bounds[0], &bounds);
+    out.merge(bounds[0].0, &bounds);
     Ok(())
 }
 
 /// A request: the tools it declares, and whether it continues a
 /// conversation the provider keeps.
-fn request(o: &Obj<'_>, out: &mut Collector<'_>) {
+fn request(o: &Obj<'_>, slot: Slot, out: &mut Collector<'_>) {
     let is_request = o.messages.is_some()
         || o.input.is_some()
         || o.contents.is_some()
@@ -243,7 +254,7 @@ fn request(o: &Obj<'_>, out: &mut Collector<'_>) {
     if let Some(tools) = o.tools.filter(|t| t.get().starts_with('[')) {
         out.declare_tools(tools);
     }
-    if o.previous_response_id.is_some() || o.conversation.is_some() {
+    if slot == Slot::Root && (o.previous_response_id.is_some() || o.conversation.is_some()) {
         out.continues();
     }
 }
@@ -262,15 +273,13 @@ fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) 
         | (Holds::List | Holds::Object | Holds::ListOrObject, Node::Text | Node::Scalar) => {}
         (Holds::List | Holds::ListOrObject, Node::List(items)) => {
             out.saw(c.format);
-            for item in items {
-                if let Node::Object(o) = item {
-                    if c.key == "steps" {
-                        // Each step of a multi-step result is a turn.
-                        out.next_turn(None);
-                    }
-                    object(o, Slot::Inner, out)?;
+            each_object(items, &mut |o| {
+                if c.key == "steps" {
+                    // Each step of a multi-step result is a turn.
+                    out.next_turn(None);
                 }
-            }
+                object(o, Slot::Inner, out)
+            })?;
         }
         (Holds::Object | Holds::ListOrObject, Node::Object(o)) => {
             out.saw(c.format);
@@ -457,6 +466,18 @@ fn typed<'a>(
                 name: Cow::Borrowed(name),
                 args: o.action.map_or(ArgSource::Absent, ArgSource::Inline),
             });
+            if o.name.is_some() || o.toolName.is_some() {
+                // A name beside the type is a second reading of the call.
+                let id = o.call_id.clone().or_else(|| id_text(o.id));
+                named(
+                    o,
+                    "name",
+                    Format::OpenAiResponses,
+                    CallKind::Hosted,
+                    id.as_ref(),
+                    readings,
+                );
+            }
         }
         Some(Tag::UiTool) => {
             own.arguments = true;
@@ -513,9 +534,9 @@ fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Resu
 /// ...), and the results of its single-result keys.
 fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) -> Result<()> {
     positions::singles(o, |key, single, field| {
-        if key == "function_call" && o.messages.is_some() {
-            // A request's legacy `function_call` forces a function: it is
-            // not a call.
+        if key == "function_call" && o.messages.is_some() && forces_a_function(field) {
+            // A request's legacy `function_call` ("auto", "none", or a
+            // name alone) forces a function: it is not a call.
             return Ok(());
         }
         let parsed;
@@ -537,6 +558,19 @@ fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>
         Ok(())
     })?;
     Ok(())
+}
+
+/// Whether a request's `function_call` only chooses a function: a string,
+/// or an object that names one and gives no arguments.
+fn forces_a_function(field: Field<'_, '_>) -> bool {
+    let Field::Raw(raw) = field else {
+        return false;
+    };
+    match parse::<Node<'_>>(raw) {
+        Ok(Node::Text) => true,
+        Ok(Node::Object(f)) => argument_keys(&f).next().is_none(),
+        _ => false,
+    }
 }
 
 /// The results a call part carries once its tool ran, recorded after its
@@ -593,14 +627,16 @@ fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>
     // it their own way; any other type leaves its keys to this rule.
     let untyped = matches!(tag, None | Some(Tag::Message(_) | Tag::Plain));
     let named = o.name.is_some() || o.toolName.is_some();
-    if !untyped || !named || o.inputSchema.is_some() || o.input_schema.is_some() {
+    if !untyped || !named {
         return false;
     }
     let has_arguments = argument_keys(o).next().is_some();
     // A name alone: in a call list, the call's name whatever else the
-    // element says; at the root, seed 001's `{"name": "search"}`.
+    // element says; at the root, seed 001's `{"name": "search"}` (not a
+    // tool declaration's name beside its `inputSchema`).
+    let declaration = o.inputSchema.is_some() || o.input_schema.is_some();
     let alone = matches!(slot, Slot::Call | Slot::InvalidCall)
-        || (slot == Slot::Root && role.is_none() && o.kind.is_none());
+        || (slot == Slot::Root && role.is_none() && o.kind.is_none() && !declaration);
     has_arguments || alone
 }
 
@@ -784,7 +820,7 @@ fn one<'a>(
             );
         }
         Single::GeminiCall => {
-            if inner.partialArgs.is_some() || inner.willContinue.is_some() {
+            if (inner.partialArgs.is_some() || inner.willContinue.is_some()) && !out.is_census() {
                 // Arguments streamed by JSON path belong to a stream; read
                 // here they would be a call with partial arguments.
                 out.violation(
@@ -875,9 +911,10 @@ fn where_(reading: &Reading<'_>) -> String {
     }
 }
 
-/// Record the object's own call: its readings must agree, or the payload
-/// is refused. An element of a call list that holds no call is a call
-/// with no name (refused by the checks).
+/// Record the object's own call: its readings must agree (two names are
+/// `malformed_payload`, two argument sets make the call `conflicting`);
+/// a call the provider could not parse (`invalid`) is refused whatever its
+/// arguments.
 fn record(readings: &mut Readings<'_>, invalid: bool, out: &mut Collector<'_>) {
     if readings.is_empty() {
         return;

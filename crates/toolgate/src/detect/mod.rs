@@ -106,11 +106,18 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
             out.finish(Framing::Json)
         }
         Some(b'{' | b'[') => match document::read(body, &mut out) {
-            Ok(()) if out.format().is_none() => {
+            Ok(()) if out.holds_nothing() && (out.format().is_none() || body.starts_with('[')) => {
                 // One stream event on its own (a single line of a Bedrock
-                // ConverseStream, one Anthropic event) is a stream of one.
-                let one = stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
-                if one.format.is_some() {
+                // ConverseStream, one Anthropic event) is a stream of one;
+                // an array of events, a stream of them. Read that way when
+                // read as a document it holds nothing.
+                let events = match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(body) {
+                    Ok(list) => list.iter().map(|e| e.get()).collect::<Vec<_>>().join("\n"),
+                    Err(_) => body.to_owned(),
+                };
+                let one = stream::read_whole(events.as_bytes(), Framing::JsonSequence, limits);
+                let found = !one.calls.is_empty() || !one.results.is_empty();
+                if found || (one.format.is_some() && out.format().is_none()) {
                     return one;
                 }
                 out.finish(Framing::Json)

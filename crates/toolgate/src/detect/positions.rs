@@ -2,19 +2,22 @@
 //! call or a tool result. The document reader checks every object against
 //! all of it: a format registers what it reads here, and nowhere else.
 //!
-//! Two kinds of rows:
-//! - [`CONTAINERS`]: keys whose value holds messages, items, blocks or
+//! Three kinds of rows:
+//! - `containers!`: keys whose value holds messages, items, blocks or
 //!   calls (`choices`, `messages`, `content`, `tool_calls`, ...), read in
 //!   this order in every object that has them;
-//! - [`TAGS`]: `type` values that make an object a call, a result or a
+//! - `singles!`: keys that hold one call or one result (`function`,
+//!   `functionCall`, `toolUse`, `functionResponse`, ...);
+//! - [`tag`]: `type` values that make an object a call, a result or a
 //!   message (`tool_use`, `function_call`, `tool-result`, LangChain's `ai`,
-//!   ...); besides these, an object is a call by its own keys (a name and
-//!   an arguments key, see [`ARGUMENT_KEYS`]) or through one of the
-//!   single-call keys of [`SINGLE`] (`function`, `functionCall`, `toolUse`).
+//!   ...). Besides these, an object is a call by its own keys: a name and
+//!   an arguments key (`arguments`, `params`, `parameters`, `args`,
+//!   `input`).
 //!
-//! When two rows read the same call (an object with `function.name` and
-//! `name`, a LangChain message whose `content` blocks repeat its
-//! `tool_calls`), the readings must agree, or the payload is refused.
+//! When two rows read the same call of one object (`function.name` and
+//! `name`, two argument keys), the readings must agree, or the payload is
+//! refused; views that repeat each other's calls (`repeats`) count a call
+//! under one id once.
 
 use crate::detect::node::{Node, Obj};
 use crate::model::{CallKind, Format};
@@ -58,6 +61,13 @@ pub(crate) struct Container {
     /// A result's content key too (`content`, `output`, `response`): not a
     /// container of a result.
     pub(crate) content: bool,
+    /// A view that may repeat calls another view of the same object holds
+    /// (a Vercel result's `response`, `steps`, `content`, `toolCalls`; a
+    /// LangChain message's `content`, `tool_calls`, `additional_kwargs`):
+    /// one call under one id across such views is counted once. A
+    /// conversation (`messages`, `input`) and a response (`choices`,
+    /// `output`) side by side are a logged exchange: never merged.
+    pub(crate) repeats: bool,
 }
 
 /// The value of one key of an [`Obj`], as a [`Field`]: parsed in the same
@@ -86,6 +96,7 @@ macro_rules! containers {
             format: Format::$format,
             argument: containers!(@flag argument $($flag)*),
             content: containers!(@flag content $($flag)*),
+            repeats: containers!(@flag repeats $($flag)*),
         },)*];
 
         /// Call `visit` with each container `o` holds, in table order.
@@ -108,6 +119,7 @@ macro_rules! containers {
     (@flag $want:ident) => { false };
     (@flag argument argument $($rest:ident)*) => { true };
     (@flag content content $($rest:ident)*) => { true };
+    (@flag repeats repeats $($rest:ident)*) => { true };
     (@flag $want:ident $other:ident $($rest:ident)*) => { containers!(@flag $want $($rest)*) };
 }
 
@@ -115,23 +127,23 @@ containers! {
     "messages" => messages(node), List, Generic;
     "contents" => contents(node), List, Gemini;
     "input" => input(raw), ListOrObject, OpenAiResponses, argument;
-    "response" => response(raw), Object, VercelAi, content;
+    "response" => response(raw), Object, VercelAi, content, repeats;
     "choices" => choices(node), List, OpenAiChat;
     "candidates" => candidates(node), List, Gemini;
     "output" => output(raw), ListOrObject, OpenAiResponses, content;
     "message" => message(node), Object, Generic;
     "delta" => delta(raw), Object, OpenAiChat;
-    "steps" => steps(raw), List, VercelAi;
-    "content" => content(raw), ListOrObject, Anthropic, content;
-    "parts" => parts(node), List, Gemini;
-    "kwargs" => kwargs(raw), Object, Generic;
-    "data" => data(raw), ListOrObject, Generic;
-    "tool_calls" => tool_calls(node), Calls, Generic;
-    "tool_call_chunks" => tool_call_chunks(raw), Calls, Generic;
-    "invalid_tool_calls" => invalid_tool_calls(raw), InvalidCalls, Generic;
-    "additional_kwargs" => additional_kwargs(raw), Object, Generic;
-    "toolCalls" => toolCalls(node), Calls, VercelAi;
-    "toolInvocations" => toolInvocations(raw), Calls, VercelAi;
+    "steps" => steps(raw), List, VercelAi, repeats;
+    "content" => content(raw), ListOrObject, Anthropic, content, repeats;
+    "parts" => parts(node), List, Gemini, repeats;
+    "kwargs" => kwargs(raw), Object, Generic, repeats;
+    "data" => data(raw), ListOrObject, Generic, repeats;
+    "tool_calls" => tool_calls(node), Calls, Generic, repeats;
+    "tool_call_chunks" => tool_call_chunks(raw), Calls, Generic, repeats;
+    "invalid_tool_calls" => invalid_tool_calls(raw), InvalidCalls, Generic, repeats;
+    "additional_kwargs" => additional_kwargs(raw), Object, Generic, repeats;
+    "toolCalls" => toolCalls(node), Calls, VercelAi, repeats;
+    "toolInvocations" => toolInvocations(raw), Calls, VercelAi, repeats;
 }
 
 /// The keys an object's own call takes its arguments from, whatever its

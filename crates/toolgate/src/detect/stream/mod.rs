@@ -329,8 +329,9 @@ impl Assembler {
     }
 
     /// Route one event (its JSON text) to its decoder. The event is read
-    /// once, into its probe; only events read as whole documents are read
-    /// again.
+    /// into its probe, then read again by census against the whole
+    /// position table (a call the decoder would not read refuses it);
+    /// events that are no stream event are read as whole documents.
     fn decode(&mut self, text: &str, name: Option<&str>) -> Result<(), serde_json::Error> {
         if !text.starts_with('{') {
             // An array or a scalar: no stream event is one, but a payload
@@ -380,8 +381,13 @@ impl Assembler {
         // Every position is read: a call the decoder does not read is
         // refused, never dropped.
         let limits = *self.calls.limits();
-        let positions = crate::detect::document::census(text, &limits)?;
-        if positions.iter().any(|at| !route.reads(kind, at)) {
+        let (positions, malformed) = crate::detect::document::census(text, &limits)?;
+        if malformed {
+            self.malformed(format!(
+                "stream event {} holds a tool-call container of the wrong type",
+                self.events
+            ));
+        } else if positions.iter().any(|at| !route.reads(kind, at)) {
             self.malformed(format!(
                 "stream event {} carries a tool call where its format's stream has none",
                 self.events
