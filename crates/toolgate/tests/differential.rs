@@ -669,27 +669,35 @@ fn marker() -> impl Strategy<Value = Pair> {
     ]
 }
 
-/// Keys of a call-list element.
-fn call_element(child: Option<BoxedStrategy<Value>>) -> BoxedStrategy<Value> {
-    let mut features: Vec<(u32, BoxedStrategy<Pair>)> = vec![
-        (3, pair("type", string(CALL_ELEMENT_TYPES)).boxed()),
+/// The keys that make a call: names, an argument key, an id (weighted
+/// `ids`), a single-call key.
+fn call_keys(child: Option<BoxedStrategy<Value>>, ids: u32) -> Vec<(u32, BoxedStrategy<Pair>)> {
+    vec![
         (4, Just(("name".to_owned(), json!(NAME))).boxed()),
         (2, Just(("toolName".to_owned(), json!(NAME))).boxed()),
         (
             4,
-            (one_of(&ARGUMENT_KEYS), argument_value(child.clone()))
+            (one_of(&ARGUMENT_KEYS), argument_value(child))
                 .prop_map(|(k, v)| (k.to_owned(), v))
                 .boxed(),
         ),
         (
-            3,
+            ids,
             one_of(ID_KEYS)
                 .prop_map(|k| (k.to_owned(), json!(ID)))
                 .boxed(),
         ),
         (2, single_call().boxed()),
+    ]
+}
+
+/// Keys of a call-list element.
+fn call_element(child: Option<BoxedStrategy<Value>>) -> BoxedStrategy<Value> {
+    let mut features: Vec<(u32, BoxedStrategy<Pair>)> = vec![
+        (3, pair("type", string(CALL_ELEMENT_TYPES)).boxed()),
         (1, pair("index", Just(json!(0))).boxed()),
     ];
+    features.extend(call_keys(child.clone(), 3));
     if let Some(child) = child {
         // Containers in a call (LangChain's chunk beside its message):
         // `child` objects bring call lists of their own.
@@ -746,23 +754,9 @@ fn object(child: Option<BoxedStrategy<Value>>) -> BoxedStrategy<Value> {
     let mut features: Vec<(u32, BoxedStrategy<Pair>)> = vec![
         (4, pair("type", string(TYPES)).boxed()),
         (3, pair("role", string(ROLES)).boxed()),
-        (4, Just(("name".to_owned(), json!(NAME))).boxed()),
-        (2, Just(("toolName".to_owned(), json!(NAME))).boxed()),
-        (
-            4,
-            (one_of(&ARGUMENT_KEYS), argument_value(child.clone()))
-                .prop_map(|(k, v)| (k.to_owned(), v))
-                .boxed(),
-        ),
-        (
-            2,
-            one_of(ID_KEYS)
-                .prop_map(|k| (k.to_owned(), json!(ID)))
-                .boxed(),
-        ),
-        (2, single_call().boxed()),
         (2, marker().boxed()),
     ];
+    features.extend(call_keys(child.clone(), 2));
     if let Some(child) = child {
         features.push((14, containers(&child).boxed()));
     }
