@@ -987,3 +987,23 @@ fn a_stream_event_with_a_call_its_decoder_does_not_read_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_responses_done_event_may_repeat_the_name_but_not_change_it() {
+    let events = |done_name: &str| {
+        sse(&[
+            json!({"type": "response.output_item.added", "output_index": 0,
+                   "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": "{}"}),
+            json!({"type": "response.function_call_arguments.done", "output_index": 0, "item_id": "fc_1",
+                   "name": done_name, "arguments": "{}"}),
+            json!({"type": "response.completed", "response": {"id": "r", "output": [
+                {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather", "arguments": "{}"}]}}),
+        ])
+    };
+    let same = read_whole(&events("get_weather"), Framing::Sse, &Limits::default());
+    assert!(same.is_clean(), "{same:?}");
+    assert_eq!(same.calls.len(), 1);
+    let other = read_whole(&events("delete_user"), Framing::Sse, &Limits::default());
+    assert!(!other.is_clean(), "{other:?}");
+}

@@ -74,8 +74,14 @@ impl Decoder {
             | "response.custom_tool_call_input.done"
             | "response.mcp_call_arguments.done" => {
                 let text = opt_string(p.arguments.or(p.input))?;
+                let name = opt_string(p.name)?;
                 match self.lookup(item_id.as_deref(), output_index, cx) {
                     Some(call) => {
+                        if let Some(name) = &name {
+                            // A name here that differs from the item's
+                            // fails closed.
+                            cx.set_name(call, name);
+                        }
                         cx.final_text(call, text.as_deref().unwrap_or_default());
                         cx.complete(call);
                     }

@@ -32,6 +32,9 @@ pub(crate) struct Probe<'a> {
     pub(crate) delta: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) arguments: Option<&'a RawValue>,
+    /// The call's name, repeated by a Responses `.done` event.
+    #[serde(borrow)]
+    pub(crate) name: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) input: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -101,6 +104,14 @@ impl Route {
             Route::OpenAiChat => {
                 at.starts_with("choices/delta/tool_calls") || at == "choices/delta/function_call"
             }
+            Route::OpenAiResponses if at == "name" => matches!(
+                kind,
+                Some(
+                    "response.function_call_arguments.done"
+                        | "response.custom_tool_call_input.done"
+                        | "response.mcp_call_arguments.done"
+                )
+            ),
             Route::OpenAiResponses => {
                 at == "response/output/type"
                     && matches!(
