@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::Value;
-use toolgate::policy::{Expectations, OnViolation};
+use toolgate::policy::OnViolation;
 use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Detection, Phase, Verdict};
 
 use crate::audit::{now_ms, AuditCall, AuditRecord, AuditViolation};
@@ -46,7 +46,8 @@ impl Exchange {
 
     /// Check a response (or a whole stream) against the policy and the
     /// request's tools. Expectations (`expected`, `order`, ...) score
-    /// trajectories in `check` and `eval`; the gateway judges calls.
+    /// trajectories in `check` and `eval`; the gateway judges the calls of
+    /// an answer (`Phase::Response`).
     pub(crate) fn judge(&self, gw: &Gateway, mut detection: Detection) -> Verdict {
         let began = Instant::now();
         // The request's tools, not whatever the answer echoes.
@@ -62,9 +63,7 @@ impl Exchange {
                 phase: Phase::Response,
                 ..CheckOptions::default()
             };
-            let verdict = gw
-                .policy
-                .judge_expecting(detection, options, &Expectations::default());
+            let verdict = gw.policy.judge(detection, options);
             if !verdict.passed {
                 tally.give_back();
             }

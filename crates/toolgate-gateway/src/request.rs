@@ -7,7 +7,6 @@ use http_body_util::BodyExt;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
-use toolgate::policy::Expectations;
 
 use toolgate::{detect_with, Caller, CheckOptions, DeclaredTools, Phase, Verdict};
 
@@ -127,7 +126,7 @@ pub(crate) fn check(
         phase: Phase::Request,
         ..CheckOptions::default()
     };
-    let verdict = policy.judge_expecting(detection, options, &Expectations::default());
+    let verdict = policy.judge(detection, options);
     if verdict.passed {
         Ok(RequestCheck { declared })
     } else {

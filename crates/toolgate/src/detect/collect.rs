@@ -152,7 +152,7 @@ impl<'l> Collector<'l> {
         // Muted positions too: a stream decoder reads no call there either.
         if let Some(census) = &mut self.census {
             let mut at = self.path.join("/");
-            if !at.is_empty() {
+            if !at.is_empty() && !from.is_empty() {
                 at.push('/');
             }
             at.push_str(from);
@@ -160,14 +160,19 @@ impl<'l> Collector<'l> {
         }
     }
 
-    /// The reader enters the container `key`.
+    /// The reader enters the container `key` (tracked in census mode only:
+    /// nothing else reads the path).
     pub(crate) fn enter(&mut self, key: &'static str) {
-        self.path.push(key);
+        if self.census.is_some() {
+            self.path.push(key);
+        }
     }
 
     /// The reader leaves the container it entered last.
     pub(crate) fn leave(&mut self) {
-        self.path.pop();
+        if self.census.is_some() {
+            self.path.pop();
+        }
     }
 
     /// Where the readings of an object start.
@@ -310,8 +315,10 @@ impl<'l> Collector<'l> {
     /// or past `max_calls`).
     fn admit(&mut self, format: Format) -> bool {
         self.saw(format);
-        if let Some(census) = &mut self.census {
-            census.push(self.path.join("/"));
+        if self.census.is_some() {
+            // A call read outside the object readings (a JSON-RPC
+            // `tools/call`).
+            self.census_at("");
             return false;
         }
         if self.muted > 0 {

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
 use crate::detect::node::{id_text, is, parse, text, Node, Obj, Result};
-use crate::detect::positions::{self, Container, Field, Holds, Single, Tag};
+use crate::detect::positions::{self, Container, Field, Holds, Single, Tag, ARGUMENT_KEYS};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format};
 use crate::verdict::ViolationCode;
 
@@ -578,11 +578,7 @@ fn forces_a_function(field: Field<'_, '_>) -> bool {
 /// v4 tool invocation in state `result`.
 fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
     if tag == Some(Tag::UiTool) {
-        let kind = o.kind.as_deref().unwrap_or_default();
-        let name = kind
-            .strip_prefix("tool-")
-            .filter(|_| kind != "dynamic-tool")
-            .or(o.toolName.as_deref());
+        let name = ui_tool_name(o).or(o.toolName.as_deref());
         let call_id = o.toolCallId.as_deref();
         match text(o.state).as_deref() {
             Some("output-available") => {
@@ -701,16 +697,12 @@ fn named<'a>(
     }
 }
 
+/// The argument keys the object holds, named as in [`ARGUMENT_KEYS`].
 fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, &'a RawValue)> {
-    [
-        ("arguments", o.arguments),
-        ("params", o.params),
-        ("parameters", o.parameters),
-        ("args", o.args),
-        ("input", o.input),
-    ]
-    .into_iter()
-    .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
+    ARGUMENT_KEYS
+        .into_iter()
+        .zip([o.arguments, o.params, o.parameters, o.args, o.input])
+        .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
 }
 
 fn incomplete_error() -> ArgumentError {
@@ -725,10 +717,7 @@ fn incomplete_error() -> ArgumentError {
 /// `dynamic-tool` with `toolName`; a call, and a result once its state
 /// says the tool ran.
 fn ui_tool<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) {
-    let kind = o.kind.as_deref().unwrap_or_default();
-    let typed_name = kind
-        .strip_prefix("tool-")
-        .filter(|_| kind != "dynamic-tool");
+    let typed_name = ui_tool_name(o);
     let id = o.toolCallId.clone();
     let before = readings.len();
     named(
@@ -752,6 +741,14 @@ fn ui_tool<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>
             }
         }
     }
+}
+
+/// The tool a UI part's type names (`tool-<name>`; `dynamic-tool` names
+/// none: its `toolName` does).
+fn ui_tool_name<'o>(o: &'o Obj<'_>) -> Option<&'o str> {
+    let kind = o.kind.as_deref()?;
+    kind.strip_prefix("tool-")
+        .filter(|_| kind != "dynamic-tool")
 }
 
 /// A result tagged by its type.

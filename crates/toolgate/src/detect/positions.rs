@@ -148,7 +148,6 @@ containers! {
 
 /// The keys an object's own call takes its arguments from, whatever its
 /// format. When several are present they must agree.
-#[cfg(test)]
 pub(crate) const ARGUMENT_KEYS: [&str; 5] = ["arguments", "params", "parameters", "args", "input"];
 
 /// The keys a result's content may sit in: never read for calls.
