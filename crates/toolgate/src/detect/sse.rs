@@ -17,6 +17,12 @@
 //! is a CR at the end of a chunk, the LF that may follow starts the next
 //! event's bytes. An event larger than the bound given to [`Framer::new`]
 //! is an error, never unbounded buffering.
+//!
+//! A line that is neither a comment nor a `data`, `event`, `id` or `retry`
+//! field is ignored by WHATWG clients, but it is not nothing: a JSON body
+//! sent as `text/event-stream` is such a line. The framer marks the event
+//! ([`Event::unknown_field`]) and the assembler refuses it: nothing unread
+//! leaves.
 
 /// One event of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +35,10 @@ pub struct Event {
     /// The `data:` lines joined with `"\n"`; `None` when the event has no
     /// `data` field (a comment, a keep-alive, blank lines).
     pub data: Option<Vec<u8>>,
+    /// The event holds a line that is neither a comment nor a `data`,
+    /// `event`, `id` or `retry` field (names compared as for those
+    /// fields): WHATWG clients ignore it, so what it says was never read.
+    pub unknown_field: bool,
 }
 
 /// An event grew past the bound given to [`Framer::new`].
@@ -53,6 +63,10 @@ impl std::error::Error for TooLarge {}
 /// An incremental SSE parser: feed it chunks as they arrive, get whole
 /// events back.
 #[derive(Debug)]
+// Each flag is an independent fact about the bytes read so far (a CR just
+// ended a line, nothing received yet, the event has lines, one of them of
+// no known field): no state machine hides among them.
+#[allow(clippy::struct_excessive_bools)]
 pub struct Framer {
     max_event_bytes: usize,
     /// The bytes of the event being read.
@@ -65,6 +79,8 @@ pub struct Framer {
     at_start: bool,
     /// The event being read has a non-blank line.
     has_lines: bool,
+    /// The event being read has a line of no known field.
+    unknown_field: bool,
     name: Option<Vec<u8>>,
     data: Option<Vec<u8>>,
 }
@@ -80,6 +96,7 @@ impl Framer {
             after_cr: false,
             at_start: true,
             has_lines: false,
+            unknown_field: false,
             name: None,
             data: None,
         }
@@ -185,6 +202,8 @@ impl Framer {
             }
         } else if name.eq_ignore_ascii_case(b"event") {
             self.name = Some(value.to_vec());
+        } else if !is_field(name) {
+            self.unknown_field = true;
         }
     }
 
@@ -193,6 +212,7 @@ impl Framer {
             raw: std::mem::take(&mut self.raw),
             name: self.name.take(),
             data: self.data.take(),
+            unknown_field: std::mem::take(&mut self.unknown_field),
         });
         self.line_start = 0;
         self.has_lines = false;
@@ -200,6 +220,14 @@ impl Framer {
 }
 
 const BOM: &[u8] = "\u{feff}".as_bytes();
+
+/// The fields of an event stream, compared in any case.
+const FIELDS: [&[u8]; 4] = [b"data", b"event", b"id", b"retry"];
+
+/// Whether a field name (as [`split_field`] gives it) is one of [`FIELDS`].
+fn is_field(name: &[u8]) -> bool {
+    FIELDS.iter().any(|field| name.eq_ignore_ascii_case(field))
+}
 
 fn is_space(b: u8) -> bool {
     b == b' ' || b == b'\t'
@@ -240,14 +268,37 @@ pub fn looks_like_sse(text: &str) -> bool {
     };
     match split_field(line.as_bytes()) {
         (None, _) => true,
-        (Some(name), _) => {
-            let has_colon = line.contains(':');
-            has_colon
-                && [b"data".as_slice(), b"event", b"id", b"retry"]
-                    .iter()
-                    .any(|field| name.eq_ignore_ascii_case(field))
+        (Some(name), _) => line.contains(':') && is_field(name),
+    }
+}
+
+/// The data of one event's raw bytes (a [`Frame`]'s `raw`), read by a
+/// [`Framer`] exactly as the stream's was: a byte order mark at the start,
+/// LF, CRLF and CR line ends, field names in any case after leading
+/// blanks, one optional space after the colon, several `data` lines joined
+/// with `"\n"`. `None` when no line is a `data` field. Bytes that hold more
+/// than one event (a blank line between fields) give the data of each,
+/// joined with `"\n"` as lines of one event would be.
+///
+/// [`Frame`]: crate::detect::stream::StreamEvent::Frame
+#[must_use]
+pub fn event_data(raw: &[u8]) -> Option<Vec<u8>> {
+    let mut framer = Framer::new(usize::MAX);
+    let mut events = Vec::new();
+    // No bound to cross: the framer cannot fail.
+    framer.push(raw, &mut events).ok()?;
+    framer.finish(&mut events);
+    let mut joined: Option<Vec<u8>> = None;
+    for data in events.into_iter().filter_map(|event| event.data) {
+        match &mut joined {
+            Some(all) => {
+                all.push(b'\n');
+                all.extend_from_slice(&data);
+            }
+            None => joined = Some(data),
         }
     }
+    joined
 }
 
 #[cfg(test)]
@@ -378,6 +429,57 @@ mod tests {
         }
         for body in ["", "  ", "{\"a\":1}", "hello", "database: x", "data"] {
             assert!(!looks_like_sse(body), "{body:?}");
+        }
+    }
+
+    #[test]
+    fn lines_of_no_known_field_mark_their_event() {
+        let events = frame(&[
+            b"data: 1\nfoo: bar\n\n: comment\n\n ID: 7\nRetry: 10\nEvent: e\n\n{\"choices\":[]}\n",
+        ]);
+        let unknown: Vec<bool> = events.iter().map(|e| e.unknown_field).collect();
+        assert_eq!(unknown, [true, false, false, true]);
+        assert_eq!(data(&events), [Some("1"), None, None, None]);
+        // Names are compared as the data field's: `database` is not `data`.
+        assert!(frame(&[b"database: x\n\n"])[0].unknown_field);
+        assert!(!frame(&[b"\xEF\xBB\xBFdata: x\n\n"])[0].unknown_field);
+    }
+
+    #[test]
+    fn event_data_reads_as_the_framer_does() {
+        let cases: [(&[u8], Option<&str>); 10] = [
+            (b"data: {\"a\":1}\n\n", Some("{\"a\":1}")),
+            (b"event: e\r\ndata: 1\r\ndata:2\r\n\r\n", Some("1\n2")),
+            (b"event: e\rdata: x\r\r", Some("x")),
+            (b"\xEF\xBB\xBFdata: x\n\n", Some("x")),
+            (b"  DaTa:  y\n\n", Some(" y")),
+            (b"\n\ndata: late\n\n", Some("late")),
+            (b"data: no blank line", Some("no blank line")),
+            (b"data\n\n", Some("")),
+            (b": keep-alive\n\n", None),
+            (b"event: ping\nid: 3\n\n", None),
+        ];
+        for (raw, want) in cases {
+            let got = event_data(raw);
+            assert_eq!(
+                got.as_deref().map(|d| std::str::from_utf8(d).unwrap()),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+        assert_eq!(event_data(b"database: x\n\n"), None);
+        assert_eq!(event_data(b""), None);
+    }
+
+    #[test]
+    fn event_data_equals_what_the_framer_delivers() {
+        let body: &[u8] =
+            b"\xEF\xBB\xBF: c\r\n\r\nevent: e\rdata: 1\r data:2\r\r  \n\nDATA: 3\n\n\n\ndata: 4";
+        let events = frame(&[body]);
+        assert!(events.len() > 3);
+        for event in &events {
+            assert_eq!(event_data(&event.raw), event.data, "{event:?}");
         }
     }
 }

@@ -284,8 +284,18 @@ impl Assembler {
 
     /// One framed event: read its data, then report the frame.
     fn event(&mut self, event: Event, out: &mut Vec<StreamEvent>) {
-        if let Some(data) = &event.data {
+        if event.data.is_some() || event.unknown_field {
             self.events += 1;
+        }
+        if event.unknown_field {
+            // A line a client ignores, or reads some other way (a JSON body
+            // sent as an event stream): what it says was never checked.
+            self.malformed(format!(
+                "stream event {} has a line that is neither a comment nor a data, event, id or retry field",
+                self.events
+            ));
+        }
+        if let Some(data) = &event.data {
             self.data(event.name.as_deref(), data);
         }
         self.calls.frame(event.raw, out);

@@ -30,6 +30,7 @@ impl Document {
             raw: self.raw,
             name: None,
             data,
+            unknown_field: false,
         }
     }
 }

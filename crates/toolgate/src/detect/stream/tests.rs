@@ -440,3 +440,42 @@ fn json_sequences_of_whole_payloads_and_of_events() {
     let found = read_whole(body.as_bytes(), Framing::JsonSequence, &Limits::default());
     assert_eq!(object(&found, 0), json!({"x": 1}));
 }
+
+/// The frames' hold flags of a list of events.
+fn holds(events: &[StreamEvent]) -> Vec<bool> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Frame { hold, .. } => Some(*hold),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_json_body_sent_as_an_event_stream_is_held_and_malformed() {
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "delete_user", "arguments": "{}"}}]}}]})
+    .to_string();
+    for body in [body.clone(), format!("{body}\n"), format!("{body}\n\n")] {
+        let mut stream = Assembler::new(Framing::Sse, Limits::default());
+        let mut events = stream.push(body.as_bytes());
+        events.extend(stream.close());
+        let held = holds(&events);
+        assert!(!held.is_empty() && held.iter().all(|h| *h), "{events:?}");
+        let found = stream.finish();
+        assert_eq!(codes(&found), [ViolationCode::MalformedPayload]);
+        let message = &found.violations[0].message;
+        assert!(message.contains("stream event 1"), "{message}");
+        assert!(!message.contains("delete_user"), "{message}");
+    }
+    // A line of no known field among real events holds its own event only.
+    let mut body = sse(&[chat(0, Some("c1"), Some("f"), "{}")]);
+    body.extend_from_slice(b"data: {\"choices\":[]}\nfoo: bar\n\n");
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    let events = stream.push(&body);
+    assert_eq!(holds(&events), [true, true]);
+    let found = stream.finish();
+    assert_eq!(codes(&found), [ViolationCode::MalformedPayload]);
+    assert!(found.violations[0].message.contains("stream event 2"));
+}
