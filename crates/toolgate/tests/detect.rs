@@ -446,3 +446,35 @@ fn langchain_serialised_messages_are_read_by_their_class() {
         toolgate::Answers::Turn(found.calls[0].turn)
     );
 }
+
+#[test]
+fn an_mcp_approval_response_is_the_result_of_its_request() {
+    let request = |approve: serde_json::Value| {
+        json!({"model": "gpt-4.1", "input": [
+            {"type": "mcp_approval_request", "id": "mcpr_1", "call_id": "call_1",
+             "server_label": "crm", "name": "lookup_user", "arguments": "{\"user_id\":42}"},
+            {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": approve},
+        ]})
+    };
+    let found = detect(&bytes(&request(json!(true))));
+    assert_eq!(names(&found), ["lookup_user"]);
+    // The request's call id is its `id`: it has no call_id of its own.
+    assert_eq!(found.calls[0].id.as_deref(), Some("mcpr_1"));
+    assert_eq!(found.calls[0].kind, CallKind::Hosted);
+    assert_eq!(found.results.len(), 1);
+    let result = &found.results[0];
+    assert_eq!(result.call_id.as_deref(), Some("mcpr_1"));
+    assert_eq!(result.format, Format::OpenAiResponses);
+    assert_eq!(
+        result.content,
+        Some(json!({"type": "mcp_approval_response", "approve": true}))
+    );
+    assert!(!result.is_error);
+    // A denial answers the request too; the tool does not run.
+    let found = detect(&bytes(&request(json!(false))));
+    assert!(found.results[0].is_error);
+    // Anything but a boolean is no decision.
+    let found = detect(&bytes(&request(json!("yes"))));
+    assert_eq!(found.results[0].content, None);
+    assert!(found.violations.is_empty());
+}

@@ -252,6 +252,7 @@ fn content_fits(result: &ToolResult) -> bool {
     match (result.format, &result.content) {
         (Format::Anthropic, None) => true,
         (_, None | Some(Value::Null)) => false,
+        (Format::OpenAiResponses, Some(Value::Object(approval))) => is_approval(approval),
         (Format::OpenAiChat | Format::OpenAiResponses | Format::Anthropic, Some(content)) => {
             match content {
                 Value::String(_) => true,
@@ -266,4 +267,12 @@ fn content_fits(result: &ToolResult) -> bool {
         (Format::Gemini, Some(content)) => content.is_object(),
         (Format::VercelAi | Format::Generic, Some(_)) => true,
     }
+}
+
+/// The content of a Responses `mcp_approval_response`: its decision, a
+/// boolean `approve`.
+fn is_approval(content: &serde_json::Map<String, Value>) -> bool {
+    content.len() == 2
+        && content.get("type").and_then(Value::as_str) == Some("mcp_approval_response")
+        && content.get("approve").is_some_and(Value::is_boolean)
 }

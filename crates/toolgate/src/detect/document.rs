@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
-use crate::detect::node::{id_text, is, parse, text, Node, Obj, Result};
+use crate::detect::node::{id_text, is, parse, text, Flag, Node, Obj, Result};
 use crate::detect::positions::{self, Container, Field, Holds, Single, Tag, ARGUMENT_KEYS};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format};
 use crate::verdict::ViolationCode;
@@ -435,6 +435,11 @@ fn typed<'a>(
         Some(Tag::Call(format, kind)) => {
             own.arguments = true;
             let id = match format {
+                // An approval request has no call id: its `id` is what the
+                // approval response names.
+                Format::OpenAiResponses if o.kind.as_deref() == Some("mcp_approval_request") => {
+                    id_text(o.id)
+                }
                 Format::OpenAiResponses => o.call_id.clone().or_else(|| id_text(o.id)),
                 Format::VercelAi => o.toolCallId.clone(),
                 _ => id_text(o.id),
@@ -762,6 +767,7 @@ fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
             o.content,
             o.is_error.unwrap_or(false),
         ),
+        Format::OpenAiResponses if kind == "mcp_approval_response" => approval(o, out),
         Format::OpenAiResponses => out.result(format, o.call_id.as_deref(), None, o.output, false),
         _ => {
             let name = o.toolName.as_deref();
@@ -778,6 +784,25 @@ fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
             }
         }
     }
+}
+
+/// A Responses `mcp_approval_response`: the result of the
+/// `mcp_approval_request` whose `id` is its `approval_request_id`. Its
+/// content is its decision (`{"type": "mcp_approval_response", "approve":
+/// true}`), none when `approve` is not a boolean; a denial is an error
+/// result (the tool does not run).
+fn approval(o: &Obj<'_>, out: &mut Collector<'_>) {
+    let id = id_text(o.approval_request_id);
+    let approve = o.approve.and_then(Flag::as_bool);
+    let content = approve
+        .map(|approve| serde_json::json!({"type": "mcp_approval_response", "approve": approve}));
+    out.result_value(
+        Format::OpenAiResponses,
+        id.as_deref(),
+        None,
+        content,
+        approve != Some(true),
+    );
 }
 
 /// The call or result a single-call key holds.

@@ -183,6 +183,12 @@ pub(crate) struct Obj<'a> {
     pub(crate) toolCallId: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) toolUseId: Option<Cow<'a, str>>,
+    /// The `id` of the `mcp_approval_request` an `mcp_approval_response`
+    /// answers (raw: an `Obj` stays under a kibibyte).
+    #[serde(borrow)]
+    pub(crate) approval_request_id: Option<&'a RawValue>,
+    /// An `mcp_approval_response`'s decision.
+    pub(crate) approve: Option<Flag>,
     pub(crate) is_error: Option<bool>,
     pub(crate) isError: Option<bool>,
     #[serde(borrow)]
@@ -271,6 +277,65 @@ pub(crate) struct Seen;
 impl<'de> Deserialize<'de> for Seen {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         serde::de::IgnoredAny::deserialize(de).map(|_| Seen)
+    }
+}
+
+/// A value read as a flag: `true`, `false`, or anything else (never
+/// refused here: a reader that needs a boolean says so).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flag {
+    True,
+    False,
+    Other,
+}
+
+impl Flag {
+    /// The boolean, if the value is one.
+    pub(crate) fn as_bool(self) -> Option<bool> {
+        match self {
+            Flag::True => Some(true),
+            Flag::False => Some(false),
+            Flag::Other => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
+                Ok(if v { Flag::True } else { Flag::False })
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Flag, E> {
+                Ok(Flag::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Flag, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Flag::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Flag, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Flag::Other)
+            }
+        }
+        de.deserialize_any(V)
     }
 }
 

@@ -261,6 +261,9 @@ pub(crate) fn tag(kind: &str) -> Option<Tag> {
         // Approving the request runs the tool: it is a call.
         "mcp_call" | "mcp_approval_request" => Tag::Call(Format::OpenAiResponses, CallKind::Hosted),
         "message" => Tag::Message(None),
+        // Answers the `mcp_approval_request` whose `id` is its
+        // `approval_request_id`: approving it runs the tool.
+        "mcp_approval_response" => Tag::Result(Format::OpenAiResponses),
         _ if kind.ends_with("_call_output") => Tag::Result(Format::OpenAiResponses),
         // Vercel AI SDK model messages, results and UI messages
         "tool-call" => Tag::Call(Format::VercelAi, CallKind::Function),
@@ -294,16 +297,12 @@ pub(crate) fn tag(kind: &str) -> Option<Tag> {
     })
 }
 
-/// Whether `kind` is the type of a Responses call or result item (the
-/// stream decoder of the Responses API reads these from its events).
-pub(crate) fn is_item_type(kind: &str) -> bool {
+/// Whether `kind` is the type of a Responses call item (the stream
+/// decoder of the Responses API reads these from its events).
+pub(crate) fn is_call_item_type(kind: &str) -> bool {
     matches!(
         tag(kind),
-        Some(
-            Tag::Call(Format::OpenAiResponses, _)
-                | Tag::Hosted(_)
-                | Tag::Result(Format::OpenAiResponses)
-        )
+        Some(Tag::Call(Format::OpenAiResponses, _) | Tag::Hosted(_))
     )
 }
 
@@ -332,6 +331,10 @@ mod tests {
         assert_eq!(tag("tool-input-available"), Some(Tag::Plain));
         assert_eq!(tag("web_search_call"), Some(Tag::Hosted("web_search")));
         assert_eq!(tag("function_call_output"), tag("custom_tool_call_output"));
+        assert_eq!(tag("mcp_approval_response"), tag("function_call_output"));
+        assert!(super::is_call_item_type("mcp_approval_request"));
+        assert!(!super::is_call_item_type("mcp_approval_response"));
+        assert!(!super::is_call_item_type("function_call_output"));
         assert_eq!(tag("function"), None);
     }
 }

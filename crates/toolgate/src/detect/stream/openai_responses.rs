@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::detect::positions::is_item_type;
+use crate::detect::positions::is_call_item_type;
 use crate::detect::stream::calls::Calls;
 use crate::detect::stream::probe::{opt_index, opt_string, string, Probe};
 use crate::detect::stream::whole;
@@ -229,7 +229,7 @@ fn call_item(raw: &RawValue) -> Result<Option<CallItem>> {
     let item: Item<'_> = serde_json::from_str(raw.get())?;
     let kind: Option<Cow<'_, str>> = item.kind.and_then(|k| string(k).ok().flatten());
     match kind.as_deref() {
-        Some(kind) if is_item_type(kind) && !kind.ends_with("_output") => {}
+        Some(kind) if is_call_item_type(kind) => {}
         _ => return Ok(None),
     }
     let id = item
