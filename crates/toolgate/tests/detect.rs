@@ -299,11 +299,20 @@ fn limits_are_violations_not_crashes() {
         max_depth: 2,
         ..Limits::default()
     };
-    let deep = json!({"name": "f", "arguments": {"a": {"b": {"c": 1}}}});
+    // Arguments sent as JSON text nest from their own root.
+    let deep = json!({"name": "f", "arguments": "{\"a\": {\"b\": {\"c\": 1}}}"});
     let found = detect_with(&bytes(&deep), &shallow);
     assert_eq!(
         found.calls[0].arguments.error().unwrap().code,
         ViolationCode::InputLimitExceeded
+    );
+    // Inline, they are part of the payload, which nests too deep as a whole.
+    let deep = json!({"name": "f", "arguments": {"a": {"b": {"c": 1}}}});
+    let found = detect_with(&bytes(&deep), &shallow);
+    assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
+    assert_eq!(
+        found.violations[0].message,
+        "the payload nests deeper than 2 levels (line 1 column 30)"
     );
 
     let tiny_args = Limits {
@@ -477,4 +486,51 @@ fn an_mcp_approval_response_is_the_result_of_its_request() {
     let found = detect(&bytes(&request(json!("yes"))));
     assert_eq!(found.results[0].content, None);
     assert!(found.violations.is_empty());
+}
+
+#[test]
+fn max_depth_bounds_the_whole_payload() {
+    let nested = |levels: usize| {
+        let mut value = json!("secret");
+        for _ in 0..levels {
+            value = json!([value]);
+        }
+        value
+    };
+    let payload = json!({"messages": [{"role": "user", "content": nested(10)}]});
+    let five = Limits {
+        max_depth: 5,
+        ..Limits::default()
+    };
+    let found = detect_with(&bytes(&payload), &five);
+    assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
+    let message = &found.violations[0].message;
+    assert!(
+        message.starts_with("the payload nests deeper than 5 levels (line 1 column "),
+        "{message}"
+    );
+    assert!(!message.contains("secret"));
+    // Within the bound, and with the default limits, it is read.
+    let found = detect_with(
+        &bytes(&payload),
+        &Limits {
+            max_depth: 13,
+            ..five
+        },
+    );
+    assert!(found.violations.is_empty(), "{:?}", found.violations);
+    assert!(detect(&bytes(&payload)).violations.is_empty());
+    // Each event of a stream is bounded alike.
+    let event = json!({"choices": [{"index": 0, "delta": {"content": "hi"}}], "x": nested(10)});
+    let body = format!("data: {event}\n\ndata: [DONE]\n\n");
+    let found = detect_with(body.as_bytes(), &five);
+    assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
+    assert!(
+        found.violations[0]
+            .message
+            .starts_with("stream event 1 nests deeper than 5 levels (line 1 column "),
+        "{}",
+        found.violations[0].message
+    );
+    assert!(detect(body.as_bytes()).violations.is_empty());
 }

@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 pub struct Limits {
     /// Largest payload (or whole stream) in bytes.
     pub max_payload_bytes: usize,
-    /// Deepest nesting of arrays and objects inside one call's arguments.
-    /// Envelopes are additionally bounded by [`HARD_MAX_DEPTH`].
+    /// Deepest nesting of arrays and objects: of the whole payload (of
+    /// each event's data, in a stream), and inside one call's arguments
+    /// (arguments sent as JSON text too, counted from their own root).
+    /// Envelopes are additionally bounded by [`MAX_ENVELOPE_DEPTH`], and
+    /// everything the parser reads by [`HARD_MAX_DEPTH`].
     pub max_depth: usize,
     /// Most tool calls in one payload.
     pub max_calls: usize,
@@ -38,5 +41,116 @@ impl Default for Limits {
             max_calls: 256,
             max_argument_bytes: 1024 * 1024,
         }
+    }
+}
+
+/// Where JSON text nests deeper than `limits.max_depth` (arrays and
+/// objects; brackets inside strings do not count), as a message naming
+/// `what` and the position (line and column), never a value. `None` when
+/// it does not, and without reading the text at all when `max_depth` is
+/// not below what the parser itself bounds ([`HARD_MAX_DEPTH`]).
+///
+/// Text that is not JSON is scanned all the same: what it holds is the
+/// parser's to refuse.
+pub(crate) fn too_deep(
+    text: &[u8],
+    limits: &Limits,
+    what: impl std::fmt::Display,
+) -> Option<String> {
+    if !scans_depth(limits) {
+        return None;
+    }
+    let max = limits.max_depth;
+    let at = deeper_than(text, max)?;
+    let before = &text[..at];
+    // Once, on a refused payload: no need for a faster count.
+    #[allow(clippy::naive_bytecount)]
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = at
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |nl| nl + 1)
+        + 1;
+    Some(format!(
+        "{what} nests deeper than {max} levels (line {line} column {column})"
+    ))
+}
+
+/// Whether [`too_deep`] reads the text: `max_depth` is below the bound
+/// the parser itself enforces.
+pub(crate) fn scans_depth(limits: &Limits) -> bool {
+    limits.max_depth < HARD_MAX_DEPTH
+}
+
+/// The offset of the first `[` or `{` that opens level `max + 1`.
+fn deeper_than(text: &[u8], max: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(&byte) = text.get(at) {
+        match byte {
+            b'"' => {
+                // Skip the string, escapes and all.
+                at += 1;
+                loop {
+                    let rest = text.get(at..)?;
+                    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+                    at += end;
+                    if text[at] == b'"' {
+                        break;
+                    }
+                    at += 2;
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return Some(at);
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{too_deep, Limits, HARD_MAX_DEPTH};
+
+    fn at_most(max_depth: usize) -> Limits {
+        Limits {
+            max_depth,
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn nesting_is_counted_in_brackets_outside_strings() {
+        let text = br#"{"a":[{"b":"[[[{{{\"[["},[]]}"#;
+        assert_eq!(too_deep(text, &at_most(3), "it"), None);
+        assert_eq!(
+            too_deep(text, &at_most(2), "it").as_deref(),
+            Some("it nests deeper than 2 levels (line 1 column 7)")
+        );
+        let text = b"{\n \"a\": [\n  [1]]}";
+        assert_eq!(
+            too_deep(text, &at_most(2), "the payload").as_deref(),
+            Some("the payload nests deeper than 2 levels (line 3 column 3)")
+        );
+        assert!(too_deep(b"1", &at_most(0), "it").is_none());
+        assert!(too_deep(b"[]", &at_most(0), "it").is_some());
+        // Text that ends inside a string or an escape is the parser's.
+        assert!(too_deep(br#"["[[[\"#, &at_most(1), "it").is_none());
+    }
+
+    #[test]
+    fn the_parser_bounds_nesting_from_its_own_limit_on() {
+        let deep = "[".repeat(200);
+        assert!(too_deep(deep.as_bytes(), &at_most(HARD_MAX_DEPTH - 1), "it").is_some());
+        assert!(too_deep(deep.as_bytes(), &at_most(HARD_MAX_DEPTH), "it").is_none());
+        assert!(too_deep(deep.as_bytes(), &Limits::default(), "it").is_none());
     }
 }

@@ -58,7 +58,7 @@ use serde_json::value::RawValue;
 use self::calls::Calls;
 use self::probe::{Probe, Route};
 use self::sequence::{Document, Splitter};
-use crate::detect::limits::{Limits, HARD_MAX_DEPTH};
+use crate::detect::limits::{self, Limits, HARD_MAX_DEPTH};
 use crate::detect::sse::{self, Event, TooLarge};
 use crate::detect::{code_of, Detection};
 use crate::model::Framing;
@@ -310,6 +310,15 @@ impl Assembler {
         };
         let trimmed = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
         if trimmed.is_empty() {
+            return;
+        }
+        let limits = self.calls.limits();
+        if let Some(message) =
+            limits::too_deep(trimmed.as_bytes(), limits, format_args!("stream event {n}"))
+        {
+            self.calls.untracked();
+            self.calls
+                .violation(ViolationCode::InputLimitExceeded, message);
             return;
         }
         if trimmed == "[DONE]" {
