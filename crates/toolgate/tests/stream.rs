@@ -745,6 +745,9 @@ fn check_events(relative: &str, body: &[u8], events: &[StreamEvent], found: &Det
                 );
                 completed[*call] += 1;
             }
+            StreamEvent::UpstreamError => {
+                panic!("{relative}: no capture ends in its upstream's error");
+            }
         }
     }
     assert_eq!(

@@ -154,6 +154,28 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
     }
 }
 
+/// Whether a whole JSON body is a provider's error carrying no call: an
+/// OpenAI Chat, Gemini or Responses `{"error": {...}}` (with nothing else
+/// that holds a call or a result), an Anthropic or Responses `{"type":
+/// "error", ...}`. The shapes are those of a stream's own error
+/// ([`StreamEvent::UpstreamError`]). For labelling an upstream's answer;
+/// what passes is the verdict's to say.
+#[must_use]
+pub fn is_upstream_error(body: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
+    if !stream::is_error_shape(text) {
+        return false;
+    }
+    let found = detect(text.as_bytes());
+    found.calls.is_empty()
+        && found.calls_seen == 0
+        && found.results.is_empty()
+        && found.violations.is_empty()
+}
+
 /// `input_limit_exceeded` for nesting past the parser's bound, else
 /// `malformed_payload`.
 pub(crate) fn code_of(err: &serde_json::Error) -> ViolationCode {

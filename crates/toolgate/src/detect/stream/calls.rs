@@ -48,6 +48,17 @@ pub(crate) struct Calls {
     events: Vec<StreamEvent>,
     /// The stream's own end was read.
     ended: bool,
+    /// The stream's own error was read.
+    errored: bool,
+}
+
+/// What the calls of a stream held at one point: [`Calls::quiet_since`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    calls: usize,
+    results: usize,
+    violations: usize,
+    dropped: usize,
 }
 
 /// One call.
@@ -107,6 +118,7 @@ impl Calls {
             emit,
             events: Vec::new(),
             ended: false,
+            errored: false,
         }
     }
 
@@ -132,6 +144,37 @@ impl Calls {
 
     pub(crate) fn ended(&self) -> bool {
         self.ended
+    }
+
+    /// The stream's own error was read, concerning no call: the stream
+    /// ended there. Reports [`StreamEvent::UpstreamError`].
+    pub(crate) fn upstream_error(&mut self, out: &mut Vec<StreamEvent>) {
+        self.ended = true;
+        self.errored = true;
+        if self.emit {
+            out.push(StreamEvent::UpstreamError);
+        }
+    }
+
+    pub(crate) fn errored(&self) -> bool {
+        self.errored
+    }
+
+    /// Where the stream stands, to see what an event did.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            calls: self.slots.len(),
+            results: self.results.len(),
+            violations: self.violations.len(),
+            dropped: self.dropped,
+        }
+    }
+
+    /// Whether the event being read, since `mark`, concerned no call (it
+    /// started, touched or dropped none), carried no result, and had
+    /// nothing wrong (nothing held back).
+    pub(crate) fn quiet_since(&self, mark: Mark) -> bool {
+        self.touched.is_empty() && !self.hold && self.mark() == mark
     }
 
     /// How many more calls fit within `max_calls`.

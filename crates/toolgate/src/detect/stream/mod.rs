@@ -91,6 +91,14 @@ pub enum StreamEvent {
     /// Call `call` will receive nothing more: its arguments are final
     /// (though they may still be invalid). Reported once per call.
     CallComplete { call: usize },
+    /// The event just framed is the stream's own error (an Anthropic
+    /// `error` event, an OpenAI Chat or Gemini `{"error": {...}}`, a
+    /// Responses `error` or `response.failed`, a Vercel `error` part) and
+    /// concerns no call: the upstream ended the stream there, and
+    /// [`Assembler::ended`] and [`Assembler::errored`] are now true. An
+    /// error event that also carries a call is read as a call, without
+    /// this.
+    UpstreamError,
 }
 
 /// Reads a stream chunk by chunk.
@@ -107,6 +115,8 @@ pub struct Assembler {
     /// A bound was crossed: the rest of the input is not read.
     stopped: bool,
     closed: bool,
+    /// The event being read has the shape of the stream's own error.
+    error_event: bool,
 }
 
 /// Splits the bytes into events.
@@ -181,6 +191,7 @@ impl Assembler {
             events: 0,
             stopped: false,
             closed: false,
+            error_event: false,
         }
     }
 
@@ -245,12 +256,20 @@ impl Assembler {
     /// Whether the stream's own end has been read: `data: [DONE]` or a
     /// finish reason (OpenAI Chat, Gemini), `message_stop` (Anthropic),
     /// `response.completed`, `.incomplete` or `.failed` (OpenAI
-    /// Responses), `messageStop` (Bedrock), `finish` or `abort` (Vercel).
-    /// A body that ends before this was cut off: a gateway releases nothing
-    /// of it.
+    /// Responses), `messageStop` (Bedrock), `finish` or `abort` (Vercel),
+    /// or the stream's own error ([`StreamEvent::UpstreamError`]). A body
+    /// that ends before this was cut off: a gateway releases nothing of it.
     #[must_use]
     pub fn ended(&self) -> bool {
         self.calls.ended()
+    }
+
+    /// Whether the stream ended with its own error, one that concerns no
+    /// call ([`StreamEvent::UpstreamError`] was reported): the upstream's
+    /// failure, not a cut, to pass on as such.
+    #[must_use]
+    pub fn errored(&self) -> bool {
+        self.calls.errored()
     }
 
     /// Whether something is already wrong with the stream as a whole (a
@@ -284,6 +303,8 @@ impl Assembler {
 
     /// One framed event: read its data, then report the frame.
     fn event(&mut self, event: Event, out: &mut Vec<StreamEvent>) {
+        let mark = self.calls.mark();
+        self.error_event = false;
         if event.data.is_some() || event.unknown_field {
             self.events += 1;
         }
@@ -298,7 +319,11 @@ impl Assembler {
         if let Some(data) = &event.data {
             self.data(event.name.as_deref(), data);
         }
+        let upstream_error = self.error_event && self.calls.quiet_since(mark);
         self.calls.frame(event.raw, out);
+        if upstream_error {
+            self.calls.upstream_error(out);
+        }
     }
 
     /// The data of one event.
@@ -376,6 +401,7 @@ impl Assembler {
             }
         }
         let kind = data_kind.as_deref().or(name);
+        self.error_event = probe.is_error(kind);
         let route = probe.route(kind);
         let cx = &mut self.calls;
         let d = &mut self.decoders;
@@ -446,6 +472,19 @@ fn json_problem(n: usize, err: &serde_json::Error) -> String {
         format!("stream event {n} is not valid JSON: it ends early ({position})")
     } else {
         format!("stream event {n} is not valid JSON ({position})")
+    }
+}
+
+/// Whether JSON text has the shape of a stream's own error event or of a
+/// provider's error body ([`Probe::is_error`]), whatever else it holds.
+pub(crate) fn is_error_shape(text: &str) -> bool {
+    if !text.starts_with('{') {
+        return false;
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    match Probe::deserialize(&mut de) {
+        Ok(probe) if de.end().is_ok() => probe.is_error(probe.kind().as_deref()),
+        _ => false,
     }
 }
 

@@ -39,6 +39,9 @@ pub(crate) struct Probe<'a> {
     pub(crate) input: Option<&'a RawValue>,
     #[serde(borrow)]
     pub(crate) response: Option<&'a RawValue>,
+    /// An error object (OpenAI Chat, Gemini, Anthropic's error event).
+    #[serde(borrow)]
+    pub(crate) error: Option<&'a RawValue>,
     // Anthropic
     #[serde(borrow)]
     pub(crate) index: Option<&'a RawValue>,
@@ -189,6 +192,26 @@ impl Probe<'_> {
     /// The event's `type`, when it is a string.
     pub(crate) fn kind(&self) -> Option<Cow<'_, str>> {
         self.kind.and_then(|raw| string(raw).ok().flatten())
+    }
+
+    /// Whether this event, of type `kind`, has the shape of its stream's
+    /// own error, in any format: the one place that says which shapes are
+    /// errors (whether it also carries a call is for the caller to see).
+    ///
+    /// - Anthropic: `event: error`, `{"type": "error", "error": {...}}`;
+    /// - OpenAI Responses: `{"type": "error", "code", "message"}`, and
+    ///   `{"type": "response.failed", "response": {"status": "failed",
+    ///   "error": {...}}}`;
+    /// - Vercel AI SDK: `{"type": "error", "errorText"}`;
+    /// - OpenAI Chat and Gemini (and the providers that copy them): an
+    ///   untyped `{"error": {...}}`, also as a whole response body (a
+    ///   Responses body with `"status": "failed"` too).
+    pub(crate) fn is_error(&self, kind: Option<&str>) -> bool {
+        match kind {
+            Some("error" | "response.failed") => true,
+            Some(_) => false,
+            None => self.error.is_some_and(is_object),
+        }
     }
 
     /// The decoder for this event; `kind` is its type (the data's `type`,

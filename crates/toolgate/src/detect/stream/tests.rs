@@ -479,3 +479,120 @@ fn a_json_body_sent_as_an_event_stream_is_held_and_malformed() {
     assert_eq!(codes(&found), [ViolationCode::MalformedPayload]);
     assert!(found.violations[0].message.contains("stream event 2"));
 }
+
+/// Push `body` in one chunk and close: every event, and the assembler.
+fn run(body: &[u8]) -> (Vec<StreamEvent>, Assembler) {
+    let mut stream = Assembler::new(Framing::Sse, Limits::default());
+    let mut events = stream.push(body);
+    events.extend(stream.close());
+    (events, stream)
+}
+
+#[test]
+fn a_stream_s_own_error_ends_it_as_an_upstream_error() {
+    let anthropic: &[u8] = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[]}}\n\nevent: ping\ndata: {\"type\":\"ping\"}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    let chat: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\ndata: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\",\"code\":null}}\n\n";
+    let responses_error: &[u8] = b"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\nevent: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null}\n\n";
+    let responses_failed: &[u8] = b"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"status\":\"in_progress\",\"output\":[]}}\n\nevent: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"The model failed\"},\"output\":[]}}\n\n";
+    let gemini: &[u8] = b"data: {\"error\":{\"code\":503,\"message\":\"The model is overloaded.\",\"status\":\"UNAVAILABLE\"}}\n\n";
+    let vercel: &[u8] = b"data: {\"type\":\"start\"}\n\ndata: {\"type\":\"error\",\"errorText\":\"Overloaded\"}\n\n";
+    for body in [
+        anthropic,
+        chat,
+        responses_error,
+        responses_failed,
+        gemini,
+        vercel,
+    ] {
+        let name = String::from_utf8_lossy(body);
+        let mut stream = Assembler::new(Framing::Sse, Limits::default());
+        // Up to the error event, the stream was only cut.
+        let last = body[..body.len() - 2]
+            .windows(2)
+            .rposition(|w| w == b"\n\n")
+            .map_or(0, |at| at + 2);
+        let mut events = stream.push(&body[..last]);
+        assert!(!stream.ended() && !stream.errored(), "{name}");
+        events.extend(stream.push(&body[last..]));
+        assert!(stream.ended() && stream.errored(), "{name}");
+        // The error's frame, then the upstream error, last.
+        let n = events.len();
+        assert!(n >= 2, "{name}");
+        assert_eq!(events[n - 1], StreamEvent::UpstreamError, "{name}");
+        assert!(
+            matches!(&events[n - 2], StreamEvent::Frame { raw, calls, hold: false }
+                if raw == &body[last..] && calls.is_empty()),
+            "{name}: {events:?}"
+        );
+        assert!(stream.close().is_empty());
+        let found = stream.finish();
+        assert!(
+            found.calls.is_empty() && found.violations.is_empty(),
+            "{name}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn an_error_event_that_carries_a_call_is_a_call() {
+    let chat: &[u8] = b"data: {\"error\":{\"message\":\"late\",\"type\":\"server_error\"},\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"delete_user\",\"arguments\":\"{}\"}}]}}]}\n\n";
+    let anthropic: &[u8] = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"content\":[{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"delete_user\",\"input\":{}}]}\n\n";
+    let responses_failed: &[u8] = b"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"failed\"},\"output\":[{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"delete_user\",\"arguments\":\"{}\"}]}}\n\n";
+    let untyped_error_and_message: &[u8] = b"data: {\"error\":{\"message\":\"x\"},\"message\":{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"delete_user\",\"arguments\":\"{}\"}}]}}\n\n";
+    for body in [chat, anthropic, responses_failed, untyped_error_and_message] {
+        let name = String::from_utf8_lossy(body);
+        let (events, stream) = run(body);
+        assert!(
+            !events.contains(&StreamEvent::UpstreamError),
+            "{name}: {events:?}"
+        );
+        assert!(!stream.errored(), "{name}");
+        assert!(
+            matches!(&events[0], StreamEvent::Frame { hold: true, calls, .. } if calls == &[0]),
+            "{name}: {events:?}"
+        );
+        let found = stream.finish();
+        assert_eq!(found.calls.len(), 1, "{name}");
+        assert_eq!(found.calls[0].name, "delete_user", "{name}");
+    }
+}
+
+#[test]
+fn a_malformed_error_event_is_no_upstream_error() {
+    // Held for its unreadable line, it is not passed on as the upstream's.
+    let (events, stream) = run(b"event: error\ndata: {\"type\":\"error\",\"error\":{}}\nnoise\n\n");
+    assert!(!events.contains(&StreamEvent::UpstreamError));
+    assert!(!stream.errored());
+    // A mistyped field: malformed, not an error.
+    let (events, _) = run(b"data: {\"type\":\"error\",\"error\":{},\"error\":{}}\n\n");
+    assert!(!events.contains(&StreamEvent::UpstreamError));
+}
+
+#[test]
+fn whole_bodies_that_are_upstream_errors() {
+    use crate::detect::is_upstream_error;
+    for body in [
+        &br#"{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#[..],
+        br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        br#"{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}"#,
+        br#"{"id":"resp_1","object":"response","status":"failed","error":{"code":"server_error","message":"x"},"output":[]}"#,
+        b"\xEF\xBB\xBF {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"x\"}\n",
+    ] {
+        assert!(is_upstream_error(body), "{}", String::from_utf8_lossy(body));
+    }
+    for body in [
+        &br#"{"error":null}"#[..],
+        br#"{"error":"text"}"#,
+        br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}]}"#,
+        br#"{"error":{"message":"x"},"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}"#,
+        br#"{"type":"error","error":{},"content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}"#,
+        br#"{"status":"failed","error":{"message":"x"},"output":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}]}"#,
+        br#"{"error":{"message":"x"},"messages":[{"role":"tool","tool_call_id":"c1","content":"ok"}]}"#,
+        br#"[{"error":{}}]"#,
+        b"data: {\"error\":{}}\n\n",
+        b"{\"error\":{}",
+        b"\xFF",
+    ] {
+        assert!(!is_upstream_error(body), "{}", String::from_utf8_lossy(body));
+    }
+}
