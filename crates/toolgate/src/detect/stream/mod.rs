@@ -110,13 +110,25 @@ pub struct Assembler {
     decoders: Decoders,
     /// Bytes received.
     received: usize,
-    /// Events with data read so far, for messages.
+    /// Events read so far (with data, or a line of no known field), for
+    /// messages.
     events: usize,
-    /// A bound was crossed: the rest of the input is not read.
-    stopped: bool,
+    /// Whether the input is still read.
+    reading: Reading,
     closed: bool,
     /// The event being read has the shape of the stream's own error.
     error_event: bool,
+}
+
+/// Whether an assembler still reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    On,
+    /// A bound was crossed: the rest of the input is not read.
+    Stopped,
+    /// A name was refused ([`Assembler::push_until`]): the rest of the
+    /// input is ignored.
+    Halted,
 }
 
 /// Splits the bytes into events.
@@ -189,7 +201,7 @@ impl Assembler {
             decoders: Decoders::default(),
             received: 0,
             events: 0,
-            stopped: false,
+            reading: Reading::On,
             closed: false,
             error_event: false,
         }
@@ -197,11 +209,12 @@ impl Assembler {
 
     /// Read the next chunk of the stream. Returns, in order, a frame for
     /// each event it completes and what those events told about calls.
-    /// After a bound is crossed (see [`Assembler::has_violation`]), or after
-    /// [`Assembler::close`], input is ignored.
+    /// After a bound is crossed (see [`Assembler::has_violation`]), after
+    /// [`Assembler::close`], or once [`Assembler::push_until`] halted,
+    /// input is ignored.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if self.stopped || self.closed {
+        if self.reading != Reading::On || self.closed {
             return out;
         }
         self.received = self.received.saturating_add(chunk.len());
@@ -225,17 +238,78 @@ impl Assembler {
         out
     }
 
+    /// Like [`Assembler::push`], but stop at the first name `refuse`
+    /// refuses: after each event, the names its [`StreamEvent::CallNamed`]
+    /// gave are passed to `refuse`, in order; at the first it refuses, the
+    /// assembler halts ([`Assembler::halted`]). The later events of the
+    /// chunk are neither read nor reported, and the rest of the input
+    /// (anything pushed later, and the unframed tail [`Assembler::close`]
+    /// would read) is ignored, without a violation. [`Assembler::finish`]
+    /// then gives the detection of the events up to and including the
+    /// refusing one, the calls still open closed as `close` closes them.
+    ///
+    /// What is read does not depend on how the bytes were split into
+    /// chunks: only events are read, and only the bytes within
+    /// `max_payload_bytes` are framed (a chunk that crosses the bound has
+    /// its events within it read before the stream stops).
+    pub fn push_until(
+        &mut self,
+        chunk: &[u8],
+        mut refuse: impl FnMut(&str) -> bool,
+    ) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if self.reading != Reading::On || self.closed {
+            return out;
+        }
+        let max = self.calls.limits().max_payload_bytes;
+        let room = max.saturating_sub(self.received);
+        let (within, past) = chunk.split_at(chunk.len().min(room));
+        self.received = self.received.saturating_add(within.len());
+        let mut events = Vec::new();
+        let status = self.split.push(within, &mut events);
+        for event in events {
+            let from = out.len();
+            self.event(event, &mut out);
+            let refused = out[from..].iter().any(
+                |reported| matches!(reported, StreamEvent::CallNamed { name, .. } if refuse(name)),
+            );
+            if refused {
+                self.reading = Reading::Halted;
+                return out;
+            }
+        }
+        if let Err(TooLarge { max_event_bytes }) = status {
+            self.stop(format!(
+                "a stream event is larger than {max_event_bytes} bytes (max_argument_bytes plus {EVENT_ENVELOPE_BYTES} for its envelope)"
+            ));
+        } else if !past.is_empty() {
+            self.stop(format!(
+                "the stream is more than max_payload_bytes ({max}) bytes"
+            ));
+        }
+        out
+    }
+
+    /// Whether [`Assembler::push_until`] met a refused name: the stream is
+    /// read no further.
+    #[must_use]
+    pub fn halted(&self) -> bool {
+        self.reading == Reading::Halted
+    }
+
     /// The stream ended: read a last event left without its blank line, and
     /// complete the calls still open (those a format must close explicitly,
     /// like an Anthropic `tool_use` block, become incomplete). Returns what
-    /// that produced. Later calls return nothing.
+    /// that produced. Later calls return nothing. After a halt
+    /// ([`Assembler::push_until`]) the last event is not read, but the
+    /// calls are closed alike.
     pub fn close(&mut self) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         if self.closed {
             return out;
         }
         self.closed = true;
-        if !self.stopped {
+        if self.reading == Reading::On {
             let mut events = Vec::new();
             self.split.finish(&mut events);
             for event in events {
@@ -296,7 +370,7 @@ impl Assembler {
 
     /// A bound was crossed: report it and read no more.
     fn stop(&mut self, message: String) {
-        self.stopped = true;
+        self.reading = Reading::Stopped;
         self.calls
             .violation(ViolationCode::InputLimitExceeded, message);
     }

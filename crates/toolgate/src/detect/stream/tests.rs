@@ -596,3 +596,193 @@ fn whole_bodies_that_are_upstream_errors() {
         assert!(!is_upstream_error(body), "{}", String::from_utf8_lossy(body));
     }
 }
+
+/// Streams in which `delete_user` is named mid-stream, with events after
+/// it and an unframed tail: OpenAI Chat, Responses, Anthropic.
+fn streams_with_a_refused_call() -> Vec<(&'static str, Vec<u8>)> {
+    let mut chat = sse(&[
+        chat(0, Some("c1"), Some("search"), r#"{"query":"#),
+        chat(0, None, None, r#""rust"}"#),
+        chat(1, Some("c2"), Some("delete_user"), r#"{"user"#),
+        chat(1, None, None, r#"_id":42}"#),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    chat.extend_from_slice(b"data: [DONE]\n\ndata: {\"choi");
+    let responses = br#"event: response.created
+data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","output":[]}}
+
+event: response.output_item.added
+data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"search","arguments":""}}
+
+event: response.function_call_arguments.delta
+data: {"type":"response.function_call_arguments.delta","sequence_number":2,"item_id":"fc_1","output_index":0,"delta":"{\"query\":\"rust\"}"}
+
+event: response.output_item.done
+data: {"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"search","arguments":"{\"query\":\"rust\"}"}}
+
+event: response.output_item.added
+data: {"type":"response.output_item.added","sequence_number":4,"output_index":1,"item":{"type":"function_call","id":"fc_2","call_id":"call_2","name":"delete_user","arguments":""}}
+
+event: response.function_call_arguments.delta
+data: {"type":"response.function_call_arguments.delta","sequence_number":5,"item_id":"fc_2","output_index":1,"delta":"{\"user_id\":42}"}
+
+event: response.completed
+data: {"type":"response.completed","sequence_number":6,"response":{"id":"resp_1","status":"completed","output":[]}}
+
+event: resp"#
+        .to_vec();
+    let anthropic = br#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[]}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"search","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"rust\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_2","name":"delete_user","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"user_id\":42}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+data: {"type":"mess"#
+        .to_vec();
+    vec![
+        ("chat", chat),
+        ("responses", responses),
+        ("anthropic", anthropic),
+    ]
+}
+
+/// Push `chunks` with `push_until`, refusing `delete_user`, then finish.
+fn until(chunks: &[&[u8]], limits: Limits) -> (Vec<StreamEvent>, bool, Detection) {
+    let mut stream = Assembler::new(Framing::Sse, limits);
+    let mut events = Vec::new();
+    for chunk in chunks {
+        events.extend(stream.push_until(chunk, |name| name == "delete_user"));
+    }
+    let halted = stream.halted();
+    events.extend(stream.close());
+    (events, halted, stream.finish())
+}
+
+#[test]
+fn a_refused_name_stops_the_stream_the_same_way_for_any_chunking() {
+    for (format, body) in streams_with_a_refused_call() {
+        let (events, halted, whole) = until(&[&body], Limits::default());
+        assert!(halted, "{format}");
+        // The refusing event is the last one read: its name was the last
+        // one reported, and nothing after it was framed.
+        let named: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::CallNamed { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(named, ["search", "delete_user"], "{format}");
+        let framed: usize = events
+            .iter()
+            .map(|e| match e {
+                StreamEvent::Frame { raw, .. } => raw.len(),
+                _ => 0,
+            })
+            .sum();
+        let refusing = body
+            .windows(b"delete_user".len())
+            .position(|w| w == b"delete_user")
+            .unwrap();
+        let end_of_event = refusing
+            + body[refusing..]
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .unwrap()
+            + 2;
+        assert_eq!(framed, end_of_event, "{format}");
+        // The unframed tail is not read: no violation.
+        assert!(
+            whole.violations.is_empty(),
+            "{format}: {:?}",
+            whole.violations
+        );
+        let read: Vec<&str> = whole.calls.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(read, ["search", "delete_user"], "{format}");
+        assert!(whole.calls[0].arguments.error().is_none(), "{format}");
+        for split in 0..=body.len() {
+            let (_, halted, found) = until(&[&body[..split], &body[split..]], Limits::default());
+            assert!(halted, "{format}: split at {split}");
+            assert_eq!(found, whole, "{format}: split at {split}");
+        }
+        let bytes: Vec<&[u8]> = body.chunks(1).collect();
+        let (_, halted, found) = until(&bytes, Limits::default());
+        assert!(halted, "{format}: one byte at a time");
+        assert_eq!(found, whole, "{format}: one byte at a time");
+    }
+}
+
+#[test]
+fn where_max_payload_bytes_falls_does_not_depend_on_the_chunking() {
+    for (format, body) in streams_with_a_refused_call() {
+        let refusing = body
+            .windows(b"delete_user".len())
+            .position(|w| w == b"delete_user")
+            .unwrap();
+        // The bound past the refused name: the halt comes first. Before
+        // it: the stream stops there, with the events within it read.
+        for (max, halts) in [(body.len() - 3, true), (refusing, false)] {
+            let limits = Limits {
+                max_payload_bytes: max,
+                ..Limits::default()
+            };
+            let (_, halted, whole) = until(&[&body], limits);
+            assert_eq!(halted, halts, "{format}");
+            if halts {
+                assert!(whole.violations.is_empty(), "{format}");
+            } else {
+                assert_eq!(
+                    codes(&whole),
+                    [ViolationCode::InputLimitExceeded],
+                    "{format}"
+                );
+                assert_eq!(whole.calls[0].name, "search", "{format}");
+            }
+            for split in 0..=body.len() {
+                let (_, halted, found) = until(&[&body[..split], &body[split..]], limits);
+                assert_eq!(halted, halts, "{format}: split at {split}");
+                assert_eq!(found, whole, "{format}: split at {split}");
+            }
+        }
+    }
+}
+
+#[test]
+fn push_until_refusing_nothing_reads_as_push() {
+    for (format, body) in streams_with_a_refused_call() {
+        let mut stream = Assembler::new(Framing::Sse, Limits::default());
+        let mut pushed = stream.push(&body);
+        pushed.extend(stream.close());
+        let read = stream.finish();
+        let mut stream = Assembler::new(Framing::Sse, Limits::default());
+        let mut events = stream.push_until(&body, |_| false);
+        assert!(!stream.halted());
+        events.extend(stream.close());
+        assert_eq!(events, pushed, "{format}");
+        assert_eq!(stream.finish(), read, "{format}");
+        // After a halt, push reads nothing either.
+        let mut stream = Assembler::new(Framing::Sse, Limits::default());
+        stream.push_until(&body[..body.len() / 2], |_| true);
+        assert!(stream.halted(), "{format}");
+        assert!(stream.push(&body[body.len() / 2..]).is_empty(), "{format}");
+        assert!(stream.push_until(b"data: [DONE]\n\n", |_| false).is_empty());
+    }
+}
