@@ -138,7 +138,9 @@ async fn pump(gw: &Gateway, exchange: &Exchange, mut upstream: reqwest::Response
                         .name_violation(exchange.declared.as_deref(), &name)
                         .is_some();
                 }
-                StreamEvent::CallComplete { .. } => {}
+                // The upstream's own error: `ended()` is now true, so the
+                // stream is judged, not cut.
+                StreamEvent::CallComplete { .. } | StreamEvent::UpstreamError => {}
             }
         }
         if out.is_closed() {
