@@ -23,6 +23,11 @@ pub struct Config {
     pub max_response_bytes: usize,
     pub connect_timeout: Duration,
     pub upstream_timeout: Duration,
+    /// How long a client may take to send a request's headers (also how
+    /// long an idle connection is kept).
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
 }
 
 impl fmt::Debug for Config {
@@ -37,6 +42,8 @@ impl fmt::Debug for Config {
             .field("max_response_bytes", &self.max_response_bytes)
             .field("connect_timeout", &self.connect_timeout)
             .field("upstream_timeout", &self.upstream_timeout)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .finish()
     }
 }
@@ -89,6 +96,8 @@ impl Config {
             max_response_bytes: settings.max_response_bytes.unwrap_or(payload),
             connect_timeout: Duration::from_secs_f64(settings.connect_timeout),
             upstream_timeout: Duration::from_secs_f64(settings.upstream_timeout),
+            header_read_timeout: Duration::from_secs_f64(settings.header_read_timeout),
+            body_read_timeout: Duration::from_secs_f64(settings.body_read_timeout),
         })
     }
 }

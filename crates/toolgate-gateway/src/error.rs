@@ -8,8 +8,11 @@ use toolgate::Verdict;
 /// A request that ends without the upstream's answer.
 #[derive(Debug, Clone)]
 pub enum Failure {
-    /// The policy lists callers and this request is none of them.
-    Unauthorized,
+    /// The policy lists callers and this request names none of them, or
+    /// names one ambiguously (a caller header or key sent twice): why.
+    Unauthorized(&'static str),
+    /// The client did not send its request's headers or body in time.
+    RequestTimeout,
     /// The request body is larger than `max_request_bytes`.
     RequestTooLarge { max: usize },
     /// The request body cannot be read as the route's JSON.
@@ -18,6 +21,10 @@ pub enum Failure {
     Blocked(Box<Verdict>),
     /// The upstream could not be reached or broke the connection.
     UpstreamUnavailable(String),
+    /// The upstream answered this error status with a body that cannot be
+    /// read (an HTML error page, text): the status passes, the bytes do
+    /// not.
+    UpstreamUnreadable(StatusCode),
     /// The upstream took longer than `upstream_timeout`.
     UpstreamTimeout,
     /// The upstream's response is larger than `max_response_bytes`.
@@ -32,13 +39,15 @@ impl Failure {
     #[must_use]
     pub fn status(&self) -> StatusCode {
         match self {
-            Failure::Unauthorized => StatusCode::UNAUTHORIZED,
+            Failure::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Failure::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Failure::RequestTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Failure::BadRequest(_) | Failure::Blocked(_) => StatusCode::BAD_REQUEST,
             Failure::UpstreamUnavailable(_) | Failure::UpstreamTooLarge { .. } => {
                 StatusCode::BAD_GATEWAY
             }
             Failure::UpstreamTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Failure::UpstreamUnreadable(status) => *status,
             Failure::AuditUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Failure::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -48,12 +57,14 @@ impl Failure {
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
-            Failure::Unauthorized => "authentication_error",
+            Failure::Unauthorized(_) => "authentication_error",
+            Failure::RequestTimeout => "request_timeout",
             Failure::RequestTooLarge { .. } => "request_too_large",
             Failure::BadRequest(_) => "invalid_request_error",
             Failure::Blocked(_) => "guardrails_violation",
             Failure::UpstreamUnavailable(_) => "upstream_unavailable",
             Failure::UpstreamTimeout => "upstream_timeout",
+            Failure::UpstreamUnreadable(_) => "upstream_error",
             Failure::UpstreamTooLarge { .. } => "upstream_response_too_large",
             Failure::AuditUnavailable(_) => "audit_unavailable",
             Failure::Internal(_) => "internal_error",
@@ -76,8 +87,9 @@ impl Failure {
     #[must_use]
     pub fn message(&self) -> String {
         match self {
-            Failure::Unauthorized => {
-                "toolgate: no known caller: send the caller's key as `Authorization: Bearer <key>` (or the configured caller header)".to_owned()
+            Failure::Unauthorized(why) => format!("toolgate: {why}"),
+            Failure::RequestTimeout => {
+                "toolgate: the request was not received in time (gateway.body_read_timeout)".to_owned()
             }
             Failure::RequestTooLarge { max } => {
                 format!("toolgate: the request body is larger than {max} bytes")
@@ -86,6 +98,10 @@ impl Failure {
             Failure::Blocked(verdict) => format!("toolgate blocked this: {}", verdict.reasoning),
             Failure::UpstreamUnavailable(why) => format!("toolgate: the upstream is unavailable: {why}"),
             Failure::UpstreamTimeout => "toolgate: the upstream did not answer in time".to_owned(),
+            Failure::UpstreamUnreadable(status) => format!(
+                "toolgate: the upstream answered {} with a body toolgate cannot read, so it was not forwarded",
+                status.as_u16()
+            ),
             Failure::UpstreamTooLarge { max } => {
                 format!("toolgate: the upstream's response is larger than {max} bytes")
             }

@@ -1,9 +1,10 @@
 //! The Responses API's tool loop keeps the conversation upstream: a
-//! follow-up names `previous_response_id` and sends only the results. The
-//! gateway remembers the calls of each Responses answer it released, so
-//! those results are linked to real calls like any other; results that
-//! answer calls this gateway did not release (another replica, a restart)
-//! are refused, as results with unknown ids are.
+//! follow-up names `previous_response_id` (or a `conversation`) and sends
+//! only the results. The gateway remembers the calls of each Responses
+//! answer it released, by response and by conversation, so those results
+//! are linked to real calls like any other; results that answer calls
+//! this gateway did not release (another replica, a restart) are refused,
+//! as results with unknown ids are.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -14,8 +15,9 @@ use toolgate::{Answers, Arguments, CallKind, Detection, Format, ToolCall, Verdic
 /// forgotten first.
 const MAX_CALLS: usize = 200_000;
 
-/// One released call: its id and tool name.
-type Released = Vec<(String, String)>;
+/// The calls a follow-up may answer: each one's id and tool name.
+pub(crate) type Earlier = Vec<(String, String)>;
+type Released = Earlier;
 
 #[derive(Debug, Default)]
 pub(crate) struct ReleasedCalls {
@@ -30,43 +32,66 @@ struct Remembered {
 }
 
 impl ReleasedCalls {
-    /// Remember the calls of a released response.
-    pub(crate) fn remember(&self, response_id: &str, verdict: &Verdict) {
+    /// Remember the calls of a released response, for a follow-up that
+    /// names it as `previous_response_id`.
+    pub(crate) fn remember_response(&self, response_id: &str, verdict: &Verdict) {
+        self.remember(format!("response:{response_id}"), verdict, false);
+    }
+
+    /// Remember the calls of the last response released in a
+    /// conversation, for the next request in it: they replace those of the
+    /// response before.
+    pub(crate) fn remember_conversation(&self, conversation: &str, verdict: &Verdict) {
+        self.remember(format!("conversation:{conversation}"), verdict, true);
+    }
+
+    /// The calls a Responses request may answer: those of the response it
+    /// continues, or of the last one released in its conversation.
+    pub(crate) fn earlier(
+        &self,
+        previous_response_id: Option<&str>,
+        conversation: Option<&str>,
+    ) -> Option<Earlier> {
+        match (previous_response_id, conversation) {
+            (Some(id), _) => self.get(&format!("response:{id}")),
+            (None, Some(id)) => self.get(&format!("conversation:{id}")),
+            (None, None) => None,
+        }
+    }
+
+    /// Remember `verdict`'s calls under `key`. A response without calls
+    /// is remembered only where it replaces (a conversation moved on).
+    /// Each entry costs its calls plus one against the bound.
+    fn remember(&self, key: String, verdict: &Verdict, replace: bool) {
         let calls: Released = verdict
             .calls
             .iter()
             .filter_map(|c| Some((c.id.clone()?, c.name.clone())))
             .collect();
-        if calls.is_empty() {
-            return;
-        }
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
         let inner = &mut *inner;
-        inner.calls += calls.len();
-        match inner.by_response.insert(response_id.to_owned(), calls) {
-            Some(replaced) => inner.calls -= replaced.len(),
-            None => inner.order.push_back(response_id.to_owned()),
+        if calls.is_empty() && !(replace && inner.by_response.contains_key(&key)) {
+            return;
+        }
+        inner.calls += calls.len() + 1;
+        match inner.by_response.insert(key.clone(), calls) {
+            Some(replaced) => inner.calls -= replaced.len() + 1,
+            None => inner.order.push_back(key),
         }
         while inner.calls > MAX_CALLS {
             let Some(old) = inner.order.pop_front() else {
                 break;
             };
             if let Some(forgotten) = inner.by_response.remove(&old) {
-                inner.calls -= forgotten.len();
+                inner.calls -= forgotten.len() + 1;
             }
         }
     }
 
-    /// The calls of a response this gateway released.
-    pub(crate) fn get(&self, response_id: &str) -> Option<Released> {
-        self.inner
-            .lock()
-            .ok()?
-            .by_response
-            .get(response_id)
-            .cloned()
+    fn get(&self, key: &str) -> Option<Released> {
+        self.inner.lock().ok()?.by_response.get(key).cloned()
     }
 }
 
@@ -118,17 +143,6 @@ pub(crate) fn response_id(json: &[u8]) -> Option<String> {
     outer.id.or(outer.response.and_then(|r| r.id))
 }
 
-/// The data of an SSE event's bytes (its `data` lines joined).
-pub(crate) fn event_data(raw: &[u8]) -> Option<Vec<u8>> {
-    let mut lines = crate::stream::data_lines(raw);
-    let mut data = lines.next()?.to_vec();
-    for line in lines {
-        data.push(b'\n');
-        data.extend_from_slice(line);
-    }
-    Some(data)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,11 +158,6 @@ mod tests {
             Some("resp_2")
         );
         assert_eq!(response_id(b"[]"), None);
-        assert_eq!(
-            event_data(b"event: response.created\r\ndata: {\"a\":1}\r\n\r\n").as_deref(),
-            Some(&b"{\"a\":1}"[..])
-        );
-        assert_eq!(event_data(b": keep-alive\n\n"), None);
     }
 
     #[test]
@@ -157,12 +166,12 @@ mod tests {
             br#"[{"id": "c1", "name": "a", "arguments": {}}, {"id": "c2", "name": "b", "arguments": {}}]"#,
         );
         let released = ReleasedCalls::default();
-        for n in 0..MAX_CALLS / 2 + 10 {
-            released.remember(&format!("resp_{n}"), &verdict);
+        for n in 0..MAX_CALLS / 3 + 10 {
+            released.remember_response(&format!("resp_{n}"), &verdict);
         }
-        assert!(released.get("resp_0").is_none());
+        assert!(released.earlier(Some("resp_0"), None).is_none());
         let last = released
-            .get(&format!("resp_{}", MAX_CALLS / 2 + 9))
+            .earlier(Some(&format!("resp_{}", MAX_CALLS / 3 + 9)), None)
             .unwrap();
         assert_eq!(
             last,
@@ -173,6 +182,6 @@ mod tests {
         );
         let inner = released.inner.lock().unwrap();
         assert!(inner.calls <= MAX_CALLS);
-        assert_eq!(inner.calls, inner.by_response.len() * 2);
+        assert_eq!(inner.calls, inner.by_response.len() * 3);
     }
 }

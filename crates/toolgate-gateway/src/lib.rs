@@ -5,13 +5,19 @@
 //! [`audit`] writer, the shared rate-limit counters and the [`metrics`].
 //! [`Gateway::router`] answers:
 //!
-//! - `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages`: the
-//!   request's tool results are checked before the upstream sees it; the
-//!   response's tool calls are checked before the client sees them
-//!   ([`proxy`] for whole bodies, [`stream`] for `text/event-stream`). A
-//!   passing response is audited, then released with an idempotency key
-//!   per call ([`idempotency`]); a failing one is blocked with the route's
-//!   own error shape ([`providers`]) or sent back to the model (`retry`).
+//! - `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages`
+//!   ([`proxy`]): the request's tool results are checked before the
+//!   upstream sees it; the answer, decoded ([`upstream`]), has its tool
+//!   calls checked before the client sees them (`whole` bodies, or
+//!   `stream`s of `text/event-stream`). A passing answer is audited, then
+//!   released with an idempotency key per call ([`idempotency`]); a
+//!   failing one is blocked with the route's own error shape
+//!   ([`providers`]) or sent back to the model (`retry`). The upstream's
+//!   own errors, carrying no call, pass as it sent them.
+//!
+//! The modules point one way: `proxy` → `request`, `upstream`, `whole`,
+//! `stream` → `exchange` (the per-request context: judge, audit, release)
+//! → `audit`, `limits`, `metrics`, `providers`.
 //! - `POST /v1/validate`: a payload in, its verdict out.
 //! - `GET /healthz`, `GET /metrics`.
 //!
@@ -34,6 +40,7 @@ mod caller;
 mod config;
 mod declared;
 mod error;
+mod exchange;
 mod follow_up;
 pub mod idempotency;
 mod limits;
@@ -41,7 +48,9 @@ pub mod metrics;
 pub mod providers;
 pub mod proxy;
 mod request;
-pub mod stream;
+mod stream;
+mod upstream;
+mod whole;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -50,13 +59,12 @@ use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use toolgate::Policy;
 
-pub use self::audit::{Audit, AuditRecord, AuditStore};
+pub use self::audit::{Audit, AuditHead, AuditRecord, AuditStore};
 pub use self::config::{Config, ConfigError, UPSTREAM_ENV, UPSTREAM_KEY_ENV};
 pub use self::error::Failure;
 use self::limits::Counters;
@@ -154,26 +162,55 @@ impl Gateway {
 }
 
 /// Serve `gateway` on `listener` until `shutdown` completes, then finish
-/// the requests in flight.
+/// the requests in flight. A client must send a request's headers within
+/// `gateway.header_read_timeout` (an idle connection is closed after as
+/// long) and its body within `gateway.body_read_timeout`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = gateway.router();
-    // Each event of a stream leaves at once: without TCP_NODELAY, an event
-    // written while the previous one waits for its ACK is held until the
-    // client's delayed ACK (up to 40 ms on Linux).
-    let listener = listener.tap_io(|tcp| {
+    let header_read_timeout = gateway.config.header_read_timeout;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of descriptors or a connection reset before it
+                    // was accepted: wait a little, then accept again.
+                    tracing::debug!(error = %err, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Each event of a stream leaves at once: without TCP_NODELAY, an
+        // event written while the previous one waits for its ACK is held
+        // until the client's delayed ACK (up to 40 ms on Linux).
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!(error = %err, "cannot set TCP_NODELAY");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_read_timeout)
+            .serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::debug!(error = %err, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
     // Each request waited for its own audit commit: when the last one has
     // been answered, every record is on disk.
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Completes on SIGTERM or Ctrl-C.
@@ -213,12 +250,14 @@ async fn validate(
     body: axum::body::Body,
 ) -> Response {
     let provider = Provider::OpenAiChat;
-    let body = match request::read_body(body, gw.config.max_request_bytes).await {
-        Ok(body) => body,
-        Err(failure) => return provider.failure_response(&failure),
-    };
+    let config = &gw.config;
+    let body =
+        match request::read_body(body, config.max_request_bytes, config.body_read_timeout).await {
+            Ok(body) => body,
+            Err(failure) => return provider.failure_response(&failure),
+        };
     let caller = match caller::identify(&gw.policy, &headers) {
-        Ok(caller) => caller,
+        Ok(identity) => identity.caller,
         Err(failure) => return provider.failure_response(&failure),
     };
     let started = std::time::Instant::now();

@@ -3,7 +3,8 @@
 //! message or a tool name.
 //!
 //! - `toolgate_requests_total{route, outcome}`: outcome `released`,
-//!   `blocked` or `failed`.
+//!   `blocked`, `upstream_error` (the upstream's own error, carrying no
+//!   call, passed as sent) or `failed`.
 //! - `toolgate_calls_checked_total{route}`: tool calls checked (responses
 //!   and `/v1/validate`).
 //! - `toolgate_blocks_total{code}`: blocked requests, once per violation
@@ -145,6 +146,11 @@ impl Metrics {
     pub fn failed(&self, route: &'static str, kind: &'static str, took: Duration) {
         self.failures.get_or_create(&KindLabels { kind }).inc();
         self.finished(route, "failed", took);
+    }
+
+    /// The upstream's own error, carrying no call, was passed as sent.
+    pub fn upstream_error(&self, route: &'static str, took: Duration) {
+        self.finished(route, "upstream_error", took);
     }
 
     /// A response was released.

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod hardening;
 mod shared_audit;
 mod shared_limits;
 mod smoke;

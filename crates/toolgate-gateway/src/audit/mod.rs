@@ -20,6 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use toolgate::policy::AuditSettings;
+use toolgate::{Arguments, Verdict};
 
 pub use self::jsonl::JsonlStore;
 pub use self::postgres::PostgresStore;
@@ -50,7 +51,8 @@ pub struct AuditRecord {
     pub policy_hash: String,
     pub model: Option<String>,
     pub stream: bool,
-    /// `released` or `blocked`.
+    /// `released`, `blocked`, or `upstream_error` (the upstream's own
+    /// error, carrying no call, passed to the client as sent).
     pub outcome: &'static str,
     /// Which side was checked last: `request` or `response`.
     pub stage: &'static str,
@@ -85,7 +87,71 @@ pub struct AuditViolation {
     pub message: String,
 }
 
+/// What a record says besides its verdict.
+#[derive(Debug, Clone)]
+pub struct AuditHead {
+    pub request_id: String,
+    pub route: &'static str,
+    pub caller: Option<String>,
+    pub policy_hash: String,
+    pub model: Option<String>,
+    pub stream: bool,
+    pub outcome: &'static str,
+    pub stage: &'static str,
+    pub attempts: u32,
+}
+
 impl AuditRecord {
+    /// The record of `verdict`: each call as checked (a released call with
+    /// its idempotency key from `keys`, in call order) and each violation.
+    #[must_use]
+    pub fn from_verdict(head: AuditHead, verdict: &Verdict, keys: &[String]) -> AuditRecord {
+        let released = head.outcome == "released";
+        let calls = verdict
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(at, call)| AuditCall {
+                index: call.index,
+                id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: match &call.arguments {
+                    Arguments::Object(map) => Value::Object(map.clone()),
+                    Arguments::Text(text) => Value::String(text.clone()),
+                    Arguments::Invalid(_) => Value::Null,
+                },
+                valid: call.valid,
+                codes: call.violations.iter().map(|v| v.code.as_str()).collect(),
+                idempotency_key: keys.get(at).filter(|_| released).cloned(),
+            })
+            .collect();
+        let violations = verdict
+            .violations
+            .iter()
+            .map(|v| AuditViolation {
+                code: v.code.as_str(),
+                call: v.call,
+                tool: v.tool.clone(),
+                path: v.path.clone(),
+                message: v.message.clone(),
+            })
+            .collect();
+        AuditRecord {
+            request_id: head.request_id,
+            time_ms: now_ms(),
+            route: head.route,
+            caller: head.caller,
+            policy_hash: head.policy_hash,
+            model: head.model,
+            stream: head.stream,
+            outcome: head.outcome,
+            stage: head.stage,
+            attempts: head.attempts,
+            calls,
+            violations,
+        }
+    }
+
     /// Replace the value of every argument key listed in `keys`, at any
     /// depth, by `"[REDACTED]"`.
     pub fn redact(&mut self, keys: &[String]) {

@@ -2,7 +2,7 @@
 //! blocked turns sent back as `tool_result` blocks with `is_error`.
 
 use serde_json::{json, Map, Value};
-use toolgate::Verdict;
+use toolgate::{ToolCall, Verdict};
 
 use super::{feedback, verdict_json};
 use crate::error::Failure;
@@ -33,6 +33,12 @@ pub(super) fn retry(request: &mut Value, response: &Value, verdict: &Verdict) ->
         return false;
     };
     messages.push(json!({"role": "assistant", "content": content}));
+    messages.push(results(&ids, verdict));
+    true
+}
+
+/// The user turn answering each blocked call with why it did not run.
+fn results(ids: &[&str], verdict: &Verdict) -> Value {
     let results: Vec<Value> = ids
         .iter()
         .map(|id| {
@@ -44,6 +50,25 @@ pub(super) fn retry(request: &mut Value, response: &Value, verdict: &Verdict) ->
             })
         })
         .collect();
-    messages.push(json!({"role": "user", "content": results}));
+    json!({"role": "user", "content": results})
+}
+
+pub(super) fn retry_calls(request: &mut Value, calls: &[ToolCall], verdict: &Verdict) -> bool {
+    let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let content: Vec<Value> = calls
+        .iter()
+        .map(|call| {
+            let input = call.arguments.as_object().map_or_else(
+                || Value::Object(Map::new()),
+                |map| Value::Object(map.clone()),
+            );
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+        })
+        .collect();
+    messages.push(json!({"role": "assistant", "content": content}));
+    let ids: Vec<&str> = calls.iter().filter_map(|c| c.id.as_deref()).collect();
+    messages.push(results(&ids, verdict));
     true
 }

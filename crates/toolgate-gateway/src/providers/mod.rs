@@ -9,7 +9,7 @@ use axum::http::{header, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{json, Value};
-use toolgate::Verdict;
+use toolgate::{CallKind, ToolCall, Verdict};
 
 use crate::error::Failure;
 
@@ -90,6 +90,13 @@ impl Provider {
         }
     }
 
+    /// Whether the upstream keeps this route's answers for follow-ups that
+    /// name them (the Responses API).
+    #[must_use]
+    pub fn keeps_responses(self) -> bool {
+        self == Provider::OpenAiResponses
+    }
+
     /// The header that carries an API key to this upstream.
     #[must_use]
     pub fn key_header(self, key: &str) -> Option<(HeaderName, HeaderValue)> {
@@ -115,6 +122,27 @@ impl Provider {
             Provider::OpenAiChat => openai::retry_chat(request, response, verdict),
             Provider::OpenAiResponses => openai::retry_responses(request, response, verdict),
             Provider::Anthropic => anthropic::retry(request, response, verdict),
+        }
+    }
+}
+
+impl Provider {
+    /// Like [`Provider::retry`], for a streamed turn: the blocked turn is
+    /// rebuilt from its calls as read. False when one cannot be answered
+    /// (no id, a provider-hosted call).
+    #[must_use]
+    pub fn retry_calls(self, request: &mut Value, calls: &[ToolCall], verdict: &Verdict) -> bool {
+        if calls.is_empty()
+            || calls
+                .iter()
+                .any(|c| c.id.is_none() || c.kind == CallKind::Hosted)
+        {
+            return false;
+        }
+        match self {
+            Provider::OpenAiChat => openai::retry_chat_calls(request, calls, verdict),
+            Provider::OpenAiResponses => openai::retry_responses_calls(request, calls, verdict),
+            Provider::Anthropic => anthropic::retry_calls(request, calls, verdict),
         }
     }
 }

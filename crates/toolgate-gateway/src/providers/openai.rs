@@ -3,7 +3,7 @@
 //! items.
 
 use serde_json::{json, Map, Value};
-use toolgate::Verdict;
+use toolgate::{CallKind, ToolCall, Verdict};
 
 use super::{feedback, user_text, verdict_json};
 use crate::error::Failure;
@@ -76,14 +76,7 @@ pub(super) fn retry_responses(request: &mut Value, response: &Value, verdict: &V
     if calls.is_empty() {
         return false;
     }
-    let Some(object) = request.as_object_mut() else {
-        return false;
-    };
-    let input = object.entry("input").or_insert(Value::Array(Vec::new()));
-    if let Value::String(text) = input {
-        *input = Value::Array(vec![user_text(text)]);
-    }
-    let Some(input) = input.as_array_mut() else {
+    let Some(input) = responses_input(request) else {
         return false;
     };
     // The turn as the model produced it (reasoning items stay with their
@@ -100,4 +93,64 @@ pub(super) fn retry_responses(request: &mut Value, response: &Value, verdict: &V
         }));
     }
     true
+}
+
+pub(super) fn retry_chat_calls(request: &mut Value, calls: &[ToolCall], verdict: &Verdict) -> bool {
+    let Some(messages) = request.get_mut("messages").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .map(|call| match call.kind {
+            CallKind::Custom => json!({"id": call.id, "type": "custom",
+                "custom": {"name": call.name, "input": call.raw_arguments}}),
+            _ => json!({"id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": call.raw_arguments}}),
+        })
+        .collect();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": tool_calls}));
+    for id in calls.iter().filter_map(|c| c.id.as_deref()) {
+        messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": feedback(verdict, id)}));
+    }
+    true
+}
+
+pub(super) fn retry_responses_calls(
+    request: &mut Value,
+    calls: &[ToolCall],
+    verdict: &Verdict,
+) -> bool {
+    let Some(input) = responses_input(request) else {
+        return false;
+    };
+    for call in calls {
+        input.push(match call.kind {
+            CallKind::Custom => json!({"type": "custom_tool_call", "call_id": call.id,
+                "name": call.name, "input": call.raw_arguments}),
+            _ => json!({"type": "function_call", "call_id": call.id,
+                "name": call.name, "arguments": call.raw_arguments}),
+        });
+    }
+    for call in calls {
+        let id = call.id.as_deref().unwrap_or_default();
+        let kind = if call.kind == CallKind::Custom {
+            "custom_tool_call_output"
+        } else {
+            "function_call_output"
+        };
+        input.push(json!({"type": kind, "call_id": id, "output": feedback(verdict, id)}));
+    }
+    true
+}
+
+/// A Responses request's `input` as a list (a string input becomes its
+/// first user message).
+fn responses_input(request: &mut Value) -> Option<&mut Vec<Value>> {
+    let object = request.as_object_mut()?;
+    let input = object.entry("input").or_insert(Value::Array(Vec::new()));
+    if let Value::String(text) = input {
+        *input = Value::Array(vec![user_text(text)]);
+    }
+    input.as_array_mut()
 }

@@ -46,9 +46,11 @@ impl Default for Limits {
 
 /// Where JSON text nests deeper than `limits.max_depth` (arrays and
 /// objects; brackets inside strings do not count), as a message naming
-/// `what` and the position (line and column), never a value. `None` when
-/// it does not, and without reading the text at all when `max_depth` is
-/// not below what the parser itself bounds ([`HARD_MAX_DEPTH`]).
+/// `what` and the position (line and column), never a value; `None` when
+/// it does not. Every payload is scanned: the parser skips what it keeps
+/// as raw text (message content, unknown keys) without counting its
+/// depth, and a gateway forwards those bytes. `max_depth` above what the
+/// parser itself bounds counts as [`HARD_MAX_DEPTH`].
 ///
 /// Text that is not JSON is scanned all the same: what it holds is the
 /// parser's to refuse.
@@ -57,10 +59,7 @@ pub(crate) fn too_deep(
     limits: &Limits,
     what: impl std::fmt::Display,
 ) -> Option<String> {
-    if !scans_depth(limits) {
-        return None;
-    }
-    let max = limits.max_depth;
+    let max = limits.max_depth.min(HARD_MAX_DEPTH);
     let at = deeper_than(text, max)?;
     let before = &text[..at];
     // Once, on a refused payload: no need for a faster count.
@@ -75,12 +74,6 @@ pub(crate) fn too_deep(
     Some(format!(
         "{what} nests deeper than {max} levels (line {line} column {column})"
     ))
-}
-
-/// Whether [`too_deep`] reads the text: `max_depth` is below the bound
-/// the parser itself enforces.
-pub(crate) fn scans_depth(limits: &Limits) -> bool {
-    limits.max_depth < HARD_MAX_DEPTH
 }
 
 /// The offset of the first `[` or `{` that opens level `max + 1`.
@@ -147,10 +140,17 @@ mod tests {
     }
 
     #[test]
-    fn the_parser_bounds_nesting_from_its_own_limit_on() {
+    fn every_payload_is_bounded_even_past_the_parsers_own_limit() {
+        // The parser skips raw text without counting its depth: the scan
+        // bounds it, at most at the parser's own bound.
         let deep = "[".repeat(200);
         assert!(too_deep(deep.as_bytes(), &at_most(HARD_MAX_DEPTH - 1), "it").is_some());
-        assert!(too_deep(deep.as_bytes(), &at_most(HARD_MAX_DEPTH), "it").is_none());
-        assert!(too_deep(deep.as_bytes(), &Limits::default(), "it").is_none());
+        let message = too_deep(deep.as_bytes(), &Limits::default(), "it").unwrap();
+        assert!(
+            message.contains(&format!("deeper than {HARD_MAX_DEPTH} levels")),
+            "{message}"
+        );
+        let fits = "[".repeat(HARD_MAX_DEPTH);
+        assert!(too_deep(fits.as_bytes(), &Limits::default(), "it").is_none());
     }
 }

@@ -101,7 +101,7 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let body = text.trim_start();
     // An event stream is bounded event by event, by the assembler.
-    if limits::scans_depth(limits) && (body.starts_with(['{', '[']) || !sse::looks_like_sse(body)) {
+    if body.starts_with(['{', '[']) || !sse::looks_like_sse(body) {
         if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
             out.violation(ViolationCode::InputLimitExceeded, message);
             return out.finish(Framing::Json);

@@ -55,7 +55,7 @@ const LIMIT_KEYS: [&str; 4] = [
     "max_calls",
     "max_argument_bytes",
 ];
-const GATEWAY_KEYS: [&str; 9] = [
+const GATEWAY_KEYS: [&str; 11] = [
     "upstream",
     "upstream_key",
     "listen",
@@ -65,6 +65,8 @@ const GATEWAY_KEYS: [&str; 9] = [
     "max_response_bytes",
     "connect_timeout",
     "upstream_timeout",
+    "header_read_timeout",
+    "body_read_timeout",
 ];
 const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
 
@@ -198,6 +200,8 @@ impl Loader<'_> {
             for (name, seconds) in [
                 ("connect_timeout", policy.gateway.connect_timeout),
                 ("upstream_timeout", policy.gateway.upstream_timeout),
+                ("header_read_timeout", policy.gateway.header_read_timeout),
+                ("body_read_timeout", policy.gateway.body_read_timeout),
             ] {
                 if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
                     self.problem(

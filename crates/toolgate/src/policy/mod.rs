@@ -182,6 +182,11 @@ pub struct GatewaySettings {
     /// Seconds the upstream may take: for a whole response, or between two
     /// chunks of a stream.
     pub upstream_timeout: f64,
+    /// Seconds a client may take to send a request's headers.
+    pub header_read_timeout: f64,
+    /// Seconds a client may take to send a request's body, once its
+    /// headers are in.
+    pub body_read_timeout: f64,
 }
 
 impl Default for GatewaySettings {
@@ -196,6 +201,8 @@ impl Default for GatewaySettings {
             max_response_bytes: None,
             connect_timeout: 10.0,
             upstream_timeout: 600.0,
+            header_read_timeout: 10.0,
+            body_read_timeout: 60.0,
         }
     }
 }

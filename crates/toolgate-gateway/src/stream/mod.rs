@@ -1,0 +1,413 @@
+//! Streams: text passes through as it arrives; tool calls are held.
+//!
+//! The upstream's `text/event-stream`, decoded, goes through the library's
+//! [`Assembler`] chunk by chunk. Each whole event is forwarded at once when
+//! it concerns no call and nothing is held before it (so the client sees
+//! events in their order); from the first event that concerns a call, or
+//! that cannot be read, everything is held. A call whose name alone is
+//! refused stops the read at that event. When the upstream ends, the whole
+//! stream is judged: if it passes, the record is committed, then the held
+//! events are released, the last one carrying the idempotency keys in an
+//! SSE comment (`: x-toolgate-idempotency-keys: k1,k2`) and in an HTTP
+//! trailer; if not, the held events are dropped and, with
+//! `on_violation: retry`, the model is asked again and its new answer
+//! continues the same stream ([`splice`]); else one `guardrails_violation`
+//! error event ends the stream. The upstream's own error event, carrying
+//! no call, ends the stream as the upstream sent it. No fragment of a
+//! blocked call is ever sent.
+
+mod splice;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body::Frame;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use toolgate::detect::sse;
+use toolgate::policy::OnViolation;
+use toolgate::{Assembler, Framing, StreamEvent, ToolCall, Verdict, Violation, ViolationCode};
+
+use self::splice::Splice;
+use crate::error::Failure;
+use crate::exchange::{Exchange, Outcome};
+use crate::upstream::{self, Answer, Read};
+use crate::whole::{Sent, IDEMPOTENCY_KEYS};
+use crate::Gateway;
+
+/// Frames waiting for the client; small, so a slow client slows the
+/// upstream read instead of growing memory.
+const CLIENT_QUEUE: usize = 64;
+
+type Sender = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
+
+/// Answer a stream request whose upstream answered with a stream: the
+/// response starts now; its body is written as the upstream's is read.
+pub(crate) fn run(gw: Arc<Gateway>, exchange: &Exchange, answer: Answer, sent: Sent) -> Response {
+    let status = answer.status;
+    let mut headers = answer.headers.clone();
+    exchange.tag(&mut headers);
+    headers.insert(header::TRAILER, HeaderValue::from_static(IDEMPOTENCY_KEYS));
+    let (sender, mut receiver) = mpsc::channel(CLIENT_QUEUE);
+    let exchange = exchange.clone();
+    tokio::spawn(async move {
+        let mut client = Client {
+            out: sender,
+            splice: Splice::new(exchange.provider, retries(&gw) > 0),
+        };
+        pump(&gw, &exchange, answer, &sent, &mut client).await;
+    });
+    let body = http_body_util::StreamBody::new(futures_util::stream::poll_fn(move |cx| {
+        receiver.poll_recv(cx)
+    }));
+    let mut response = Response::new(axum::body::Body::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// How many times a blocked stream may be sent back to the model.
+fn retries(gw: &Gateway) -> u32 {
+    let settings = gw.policy.gateway();
+    if settings.on_violation == OnViolation::Retry {
+        settings.max_retries
+    } else {
+        0
+    }
+}
+
+/// The client's end of the stream, and what it has seen.
+struct Client {
+    out: Sender,
+    splice: Splice,
+}
+
+impl Client {
+    /// Send one frame; false when the client went away.
+    async fn send(&mut self, raw: Vec<u8>) -> bool {
+        self.splice.sent(&raw);
+        self.out
+            .send(Ok(Frame::data(Bytes::from(raw))))
+            .await
+            .is_ok()
+    }
+}
+
+/// How reading one upstream answer ended.
+enum Ending {
+    /// Judged: the verdict, the frames held, the calls (kept to ask again
+    /// when the policy retries) and the Responses event with the
+    /// response's id.
+    Judged {
+        verdict: Verdict,
+        held: Vec<Vec<u8>>,
+        calls: Vec<ToolCall>,
+        response: Option<Vec<u8>>,
+    },
+    /// The upstream's own error event, carrying no call: sent as it came.
+    UpstreamError(Verdict),
+    /// The upstream failed, stalled, or sent what cannot be read.
+    Failed(Failure),
+    /// The client went away: stop.
+    ClientGone,
+}
+
+/// Read each answer, asking again while the policy allows, then release
+/// or block.
+async fn pump(gw: &Gateway, exchange: &Exchange, first: Answer, sent: &Sent, client: &mut Client) {
+    let mut answer = first;
+    let mut request: Option<Value> = None;
+    let mut attempts = 1u32;
+    let failure = loop {
+        match read(gw, exchange, &mut answer, client, attempts > 1).await {
+            Ending::ClientGone => return,
+            Ending::Failed(failure) => break failure,
+            Ending::UpstreamError(verdict) => {
+                let recorded = exchange
+                    .audit(
+                        gw,
+                        &verdict,
+                        &[],
+                        Outcome::UpstreamError,
+                        "response",
+                        attempts,
+                    )
+                    .await;
+                match recorded {
+                    Ok(()) => {
+                        gw.metrics
+                            .upstream_error(exchange.route(), exchange.started.elapsed());
+                        return;
+                    }
+                    Err(failure) => break failure,
+                }
+            }
+            Ending::Judged {
+                verdict,
+                held,
+                calls,
+                response,
+            } => {
+                if !verdict.passed && attempts <= retries(gw) {
+                    if let Some(next) =
+                        again(gw, exchange, sent, &mut request, &calls, &verdict).await
+                    {
+                        drop(held);
+                        answer = next;
+                        attempts += 1;
+                        continue;
+                    }
+                }
+                match exchange.seal(gw, verdict, attempts).await {
+                    Err(failure) => break failure,
+                    Ok((verdict, keys)) => {
+                        exchange.remember(gw, &verdict, response.as_deref());
+                        release(held, &keys, client).await;
+                        gw.metrics
+                            .released(exchange.route(), exchange.started.elapsed());
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    exchange.count_failure(gw, &failure);
+    let event = exchange.provider.error_event(&failure);
+    let _ = client.send(event).await;
+}
+
+/// Ask the model again with its errors; the new answer when it is a
+/// stream the client's can continue with.
+async fn again(
+    gw: &Gateway,
+    exchange: &Exchange,
+    sent: &Sent,
+    request: &mut Option<Value>,
+    calls: &[ToolCall],
+    verdict: &Verdict,
+) -> Option<Answer> {
+    if request.is_none() {
+        *request = serde_json::from_slice(&sent.body).ok();
+    }
+    let request = request.as_mut()?;
+    if !exchange.provider.retry_calls(request, calls, verdict) {
+        return None;
+    }
+    let body = Bytes::from(serde_json::to_vec(request).ok()?);
+    tracing::debug!(request_id = %exchange.request_id, "sending the violations back to the model");
+    let answer = upstream::send(gw, exchange, sent.headers.clone(), body)
+        .await
+        .ok()?;
+    (answer.status.is_success() && answer.is_event_stream()).then_some(answer)
+}
+
+/// Read one upstream answer: forward what may pass, hold the rest, judge.
+/// A retried answer (`spliced`) is rewritten to continue the stream the
+/// client has before it is read.
+async fn read(
+    gw: &Gateway,
+    exchange: &Exchange,
+    answer: &mut Answer,
+    client: &mut Client,
+    spliced: bool,
+) -> Ending {
+    let mut assembler = Assembler::new(Framing::Sse, *gw.policy.limits());
+    let mut framer = spliced.then(|| sse::Framer::new(usize::MAX));
+    if spliced {
+        client.splice.begin();
+    }
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    // The Responses answer's id (its first event), for follow-ups.
+    let mut response: Option<Vec<u8>> = None;
+    let max = gw.config.max_response_bytes;
+    let mut received = 0usize;
+    let refused = |name: &str| {
+        gw.policy
+            .name_violation(exchange.declared.as_deref(), name)
+            .is_some()
+    };
+    let mut calls = Vec::new();
+    let cut = loop {
+        let chunk = match answer.chunk(gw.config.upstream_timeout).await {
+            Ok(chunk) => chunk,
+            Err(Read::Failed(failure)) => return Ending::Failed(failure),
+            Err(Read::Unreadable(why)) => {
+                return Ending::Judged {
+                    verdict: exchange.unreadable(gw, why),
+                    held: Vec::new(),
+                    calls: Vec::new(),
+                    response: None,
+                }
+            }
+        };
+        received = received.saturating_add(chunk.as_ref().map_or(0, Bytes::len));
+        let events = next_events(
+            &mut assembler,
+            framer.as_mut(),
+            client,
+            chunk.as_deref(),
+            refused,
+        );
+        let mut last = None;
+        for event in events {
+            match event {
+                StreamEvent::Frame { raw, hold, .. } => {
+                    if response.is_none() && exchange.provider.keeps_responses() {
+                        response = sse::event_data(&raw)
+                            .filter(|data| crate::follow_up::response_id(data).is_some());
+                    }
+                    if hold || !held.is_empty() {
+                        held.push(raw);
+                        last = None;
+                    } else {
+                        last = Some(raw.clone());
+                        if !client.send(raw).await {
+                            return Ending::ClientGone;
+                        }
+                    }
+                }
+                StreamEvent::UpstreamError => {
+                    // The error event is the last frame: sent now if it
+                    // was held behind a call, which is not released.
+                    if last.is_none() {
+                        if let Some(error) = held.pop() {
+                            if !client.send(error).await {
+                                return Ending::ClientGone;
+                            }
+                        }
+                    }
+                    let verdict = exchange.describe(gw, assembler.finish());
+                    return Ending::UpstreamError(verdict);
+                }
+                StreamEvent::CallNamed { .. } | StreamEvent::CallComplete { .. } => {}
+            }
+        }
+        if client.out.is_closed() {
+            return Ending::ClientGone;
+        }
+        if assembler.halted() || assembler.has_violation() {
+            break false;
+        }
+        if chunk.is_none() {
+            break !assembler.ended();
+        }
+        if received > max {
+            return Ending::Failed(Failure::UpstreamTooLarge { max });
+        }
+    };
+    Ending::Judged {
+        verdict: judged(gw, exchange, assembler, cut, &mut calls),
+        held,
+        calls,
+        response,
+    }
+}
+
+/// What one more chunk of the upstream's answer (`None`: its end) tells:
+/// read as it came, or first rewritten to continue the client's stream.
+fn next_events(
+    assembler: &mut Assembler,
+    framer: Option<&mut sse::Framer>,
+    client: &mut Client,
+    chunk: Option<&[u8]>,
+    refused: impl FnMut(&str) -> bool,
+) -> Vec<StreamEvent> {
+    match (chunk, framer) {
+        (Some(bytes), None) => assembler.push_until(bytes, refused),
+        (Some(bytes), Some(framer)) => {
+            let rewritten = client.splice.rewrite(framer, bytes, false);
+            assembler.push_until(&rewritten, refused)
+        }
+        (None, Some(framer)) => {
+            let rewritten = client.splice.rewrite(framer, &[], true);
+            let mut events = assembler.push_until(&rewritten, refused);
+            events.extend(assembler.close());
+            events
+        }
+        (None, None) => assembler.close(),
+    }
+}
+
+/// The verdict of a stream read to its end (`cut`: before its own last
+/// event) or to a refused name; its calls are kept in `calls` when the
+/// policy may ask again.
+fn judged(
+    gw: &Gateway,
+    exchange: &Exchange,
+    assembler: Assembler,
+    cut: bool,
+    calls: &mut Vec<ToolCall>,
+) -> Verdict {
+    let mut detection = assembler.finish();
+    if cut {
+        // The body ended before the stream's own last event: what it held
+        // of a call may be a prefix of what the model wrote.
+        detection
+            .violations
+            .push(Violation::payload(ViolationCode::MalformedPayload, CUT));
+    }
+    if retries(gw) > 0 {
+        calls.clone_from(&detection.calls);
+    }
+    let mut verdict = exchange.judge(gw, detection);
+    if cut {
+        last_the_cut(&mut verdict);
+    }
+    verdict
+}
+
+/// Send the held events, the last one with the keys in a comment, then the
+/// keys as a trailer.
+async fn release(mut held: Vec<Vec<u8>>, keys: &[String], client: &mut Client) {
+    if !keys.is_empty() {
+        let comment = format!(": {IDEMPOTENCY_KEYS}: {}\n", keys.join(","));
+        let last = held
+            .iter()
+            .rposition(|raw| sse::event_data(raw).is_some())
+            .or(held.len().checked_sub(1));
+        match last {
+            Some(at) => {
+                let raw = &mut held[at];
+                // A frame may start with the LF that ended the previous
+                // event's CR: the comment goes after it.
+                let start = usize::from(raw.first() == Some(&b'\n'));
+                raw.splice(start..start, comment.into_bytes());
+            }
+            None => held.push(format!("{comment}\n").into_bytes()),
+        }
+    }
+    for raw in held {
+        if !client.send(raw).await {
+            return;
+        }
+    }
+    if !keys.is_empty() {
+        let mut trailers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_str(&keys.join(",")) {
+            trailers.insert(HeaderName::from_static(IDEMPOTENCY_KEYS), value);
+            let _ = client.out.send(Ok(Frame::trailers(trailers))).await;
+        }
+    }
+}
+
+/// Why a stream that ended early is blocked.
+const CUT: &str = "the stream ended before its last event";
+
+/// Report the cut after the reasons the stream's content gives, so the
+/// first code (the OpenAI `code`) says what was wrong with the calls when
+/// something was.
+fn last_the_cut(verdict: &mut Verdict) {
+    let cut = |v: &Violation| v.code == ViolationCode::MalformedPayload && v.message == CUT;
+    if let Some(at) = verdict.violations.iter().position(cut) {
+        let moved = verdict.violations.remove(at);
+        verdict.violations.push(moved);
+    }
+    if let Some(at) = verdict.failures.iter().position(|f| f == CUT) {
+        let moved = verdict.failures.remove(at);
+        verdict.failures.push(moved);
+    }
+    verdict.reasoning = verdict.failures.join("; ");
+}

@@ -1,0 +1,358 @@
+//! The upstream: what a checked request takes there, and its answer,
+//! decoded, as the gateway reads it.
+//!
+//! The gateway asks for `Accept-Encoding: identity`, and still decodes
+//! every content coding an upstream may use anyway (gzip, deflate, br,
+//! zstd, in any chain): what it checks is what the client gets, and the
+//! client gets it decoded. An answer in a coding it cannot decode is
+//! [`Read::Unreadable`]: the caller blocks it, never forwards it.
+
+use std::io;
+use std::pin::Pin;
+use std::time::Duration;
+
+use async_compression::tokio::bufread::{BrotliDecoder, GzipDecoder, ZlibDecoder, ZstdDecoder};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use bytes::{Bytes, BytesMut};
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use tokio_util::io::{ReaderStream, StreamReader};
+
+use crate::error::Failure;
+use crate::exchange::Exchange;
+use crate::request::REQUEST_ID;
+use crate::Gateway;
+
+/// Decoded bytes of an answer, chunk by chunk.
+type Chunks = Pin<Box<dyn Stream<Item = io::Result<Bytes>> + Send>>;
+
+/// Bytes asked of a decoder at a time.
+const DECODED_CHUNK: usize = 64 * 1024;
+
+/// Why an answer could not be read to its end.
+#[derive(Debug)]
+pub(crate) enum Read {
+    /// The upstream failed, stalled or sent too much.
+    Failed(Failure),
+    /// The bytes came but cannot be read: an unknown content coding, or
+    /// data its coding cannot decode. Blocked, never forwarded.
+    Unreadable(String),
+}
+
+/// An upstream answer: its status, the headers a client may see, and its
+/// body decoded.
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    body: Chunks,
+    /// Set when the content coding is one the gateway cannot decode.
+    unreadable: Option<String>,
+}
+
+impl Answer {
+    /// Whether the answer says it is a `text/event-stream`.
+    pub(crate) fn is_event_stream(&self) -> bool {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .get(..17)
+                    .is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream"))
+            })
+    }
+
+    /// The next decoded chunk, within `wait`; `None` at the end.
+    pub(crate) async fn chunk(&mut self, wait: Duration) -> Result<Option<Bytes>, Read> {
+        if let Some(why) = self.unreadable.take() {
+            return Err(Read::Unreadable(why));
+        }
+        match tokio::time::timeout(wait, self.body.next()).await {
+            Err(_) => Err(Read::Failed(Failure::UpstreamTimeout)),
+            Ok(None) => Ok(None),
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+            Ok(Some(Err(err))) => Err(classify(&err)),
+        }
+    }
+
+    /// The whole decoded body, within `max` bytes and the deadline.
+    pub(crate) async fn whole(
+        &mut self,
+        max: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<Bytes, Read> {
+        let mut body = BytesMut::new();
+        loop {
+            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match self.chunk(wait).await? {
+                None => return Ok(body.freeze()),
+                Some(chunk) => {
+                    if body.len() + chunk.len() > max {
+                        return Err(Read::Failed(Failure::UpstreamTooLarge { max }));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
+        }
+    }
+}
+
+/// An error while reading: the upstream's (a broken or stalled
+/// connection), or the decoder's (bytes that are not what their coding
+/// says).
+fn classify(err: &io::Error) -> Read {
+    match err
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<reqwest::Error>())
+    {
+        Some(err) if err.is_timeout() => Read::Failed(Failure::UpstreamTimeout),
+        Some(err) => Read::Failed(Failure::UpstreamUnavailable(reason(err))),
+        None => Read::Unreadable(
+            "the upstream's answer does not decode as its content coding says".to_owned(),
+        ),
+    }
+}
+
+/// Send `body` upstream; its answer's headers within the timeout.
+pub(crate) async fn send(
+    gw: &Gateway,
+    exchange: &Exchange,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Answer, Failure> {
+    let mut url = format!("{}{}", gw.config.upstream, exchange.provider.path());
+    if let Some(query) = exchange.query.as_deref().filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(query);
+    }
+    let sent = gw.client.post(url).headers(headers).body(body).send();
+    let response = match tokio::time::timeout(gw.config.upstream_timeout, sent).await {
+        Err(_) => return Err(Failure::UpstreamTimeout),
+        Ok(Err(err)) if err.is_timeout() => return Err(Failure::UpstreamTimeout),
+        Ok(Err(err)) => return Err(Failure::UpstreamUnavailable(reason(&err))),
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    let codings = codings(response.headers());
+    let headers = client_headers(response.headers());
+    let raw: Chunks = Box::pin(response.bytes_stream().map_err(io::Error::other));
+    let (body, unreadable) = match codings {
+        Ok(codings) => (decoded(raw, &codings), None),
+        Err(coding) => (
+            raw,
+            Some(format!(
+                "the upstream's answer is in a content coding toolgate cannot decode (`{coding}`)"
+            )),
+        ),
+    };
+    Ok(Answer {
+        status,
+        headers,
+        body,
+        unreadable,
+    })
+}
+
+/// Why the upstream failed, without the URL's credentials or query.
+fn reason(err: &reqwest::Error) -> String {
+    if err.is_connect() {
+        "cannot connect".to_owned()
+    } else if err.is_body() || err.is_decode() {
+        "the response broke off".to_owned()
+    } else {
+        "the request failed".to_owned()
+    }
+}
+
+/// A content coding the gateway decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coding {
+    Gzip,
+    Deflate,
+    Brotli,
+    Zstd,
+}
+
+/// The codings applied to an answer, in the order they were applied
+/// (every `Content-Encoding` value, comma-separated, any case; `identity`
+/// is none); the first one the gateway cannot decode is the error.
+fn codings(headers: &HeaderMap) -> Result<Vec<Coding>, String> {
+    let mut out = Vec::new();
+    for value in headers.get_all(header::CONTENT_ENCODING) {
+        let Ok(value) = value.to_str() else {
+            return Err("(not text)".to_owned());
+        };
+        for coding in value.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            let known = match coding.to_ascii_lowercase().as_str() {
+                "identity" => continue,
+                "gzip" | "x-gzip" => Coding::Gzip,
+                "deflate" => Coding::Deflate,
+                "br" => Coding::Brotli,
+                "zstd" => Coding::Zstd,
+                _ => return Err(coding.chars().take(40).collect()),
+            };
+            out.push(known);
+        }
+    }
+    Ok(out)
+}
+
+/// `body` with `codings` undone, the last applied first.
+fn decoded(mut body: Chunks, codings: &[Coding]) -> Chunks {
+    for coding in codings.iter().rev() {
+        let reader = StreamReader::new(body);
+        body = match coding {
+            Coding::Gzip => {
+                let mut decoder = GzipDecoder::new(reader);
+                decoder.multiple_members(true);
+                Box::pin(ReaderStream::with_capacity(decoder, DECODED_CHUNK))
+            }
+            Coding::Deflate => Box::pin(ReaderStream::with_capacity(
+                ZlibDecoder::new(reader),
+                DECODED_CHUNK,
+            )),
+            Coding::Brotli => Box::pin(ReaderStream::with_capacity(
+                BrotliDecoder::new(reader),
+                DECODED_CHUNK,
+            )),
+            Coding::Zstd => Box::pin(ReaderStream::with_capacity(
+                ZstdDecoder::new(reader),
+                DECODED_CHUNK,
+            )),
+        };
+    }
+    body
+}
+
+/// Headers never forwarded either way: hop-by-hop ones, those the HTTP
+/// library sets again, and the content coding (the gateway reads and
+/// forwards bodies decoded).
+fn hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+            | "accept-encoding"
+            | "content-encoding"
+    )
+}
+
+/// Headers the gateway owns (`X-Toolgate-*`): never taken from the
+/// upstream, never sent to it.
+fn owned(name: &HeaderName) -> bool {
+    name.as_str().starts_with("x-toolgate-")
+}
+
+/// The headers sent upstream: the client's, less hop-by-hop ones, the
+/// gateway's own and the trusted caller header; asking for an answer in
+/// no content coding; the upstream key in place of the client's when one
+/// is configured, and never a toolgate caller key.
+pub(crate) fn request_headers(
+    gw: &Gateway,
+    exchange: &Exchange,
+    headers: &HeaderMap,
+    key_is_ours: bool,
+) -> HeaderMap {
+    let caller_header = gw.policy.access().caller_header.as_deref();
+    let mut out = HeaderMap::with_capacity(headers.len() + 3);
+    for (name, value) in headers {
+        if hop(name)
+            || owned(name)
+            || caller_header.is_some_and(|h| name.as_str().eq_ignore_ascii_case(h))
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    if gw.config.upstream_key.is_some() || key_is_ours {
+        out.remove(header::AUTHORIZATION);
+        out.remove("x-api-key");
+    }
+    if let Some((name, value)) = gw
+        .config
+        .upstream_key
+        .as_deref()
+        .and_then(|key| exchange.provider.key_header(key))
+    {
+        out.insert(name, value);
+    }
+    out.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    // The body is the JSON that was checked, whatever the client called it.
+    out.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&exchange.request_id) {
+        out.insert(REQUEST_ID, value);
+    }
+    out
+}
+
+/// The answer's headers a client may see: the upstream's, less hop-by-hop
+/// ones, the length and coding (the gateway frames the decoded body
+/// itself) and the gateway's own.
+fn client_headers(upstream: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(upstream.len() + 2);
+    for (name, value) in upstream {
+        if hop(name) || owned(name) {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encoded(values: &[&'static str]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for value in values {
+            headers.append(header::CONTENT_ENCODING, HeaderValue::from_static(value));
+        }
+        headers
+    }
+
+    #[test]
+    fn codings_in_every_spelling_and_chain() {
+        assert_eq!(codings(&encoded(&[])), Ok(vec![]));
+        assert_eq!(codings(&encoded(&["identity"])), Ok(vec![]));
+        assert_eq!(codings(&encoded(&["GZip"])), Ok(vec![Coding::Gzip]));
+        assert_eq!(codings(&encoded(&["x-gzip"])), Ok(vec![Coding::Gzip]));
+        assert_eq!(
+            codings(&encoded(&["gzip, br", "zstd"])),
+            Ok(vec![Coding::Gzip, Coding::Brotli, Coding::Zstd])
+        );
+        assert_eq!(codings(&encoded(&["deflate"])), Ok(vec![Coding::Deflate]));
+        assert_eq!(
+            codings(&encoded(&["gzip, compress"])),
+            Err("compress".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_gateways_own_headers_never_come_from_the_upstream() {
+        let mut upstream = HeaderMap::new();
+        upstream.insert(
+            "x-toolgate-idempotency-keys",
+            HeaderValue::from_static("forged"),
+        );
+        upstream.insert("X-Toolgate-Anything", HeaderValue::from_static("forged"));
+        upstream.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        upstream.insert("x-request-id", HeaderValue::from_static("r"));
+        let out = client_headers(&upstream);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out.contains_key("x-request-id"));
+    }
+}

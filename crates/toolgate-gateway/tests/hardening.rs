@@ -1,0 +1,523 @@
+//! What a client cannot get around: slow clients are cut off, a caller
+//! named twice is refused, a caller's toolgate key never goes upstream,
+//! payloads nested past `max_depth` are refused, Responses conversations
+//! link their results to released calls, and `on_violation: retry` asks
+//! again on streams too, continuing the stream the client already has.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{client, gateway, read_stream, Reply, Route, Running, Upstream};
+
+// ---------------------------------------------------------------------------
+// Streams written like each API writes them.
+
+fn sse(event: Option<&str>, data: &Value) -> Vec<u8> {
+    match event {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n").into_bytes(),
+        None => format!("data: {data}\n\n").into_bytes(),
+    }
+}
+
+/// A streamed answer of `route`: `text`, then `call` (`(id, tool,
+/// arguments)`) when there is one.
+fn stream(route: Route, text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
+    match route {
+        Route::Chat => chat_stream(text, call),
+        Route::Responses => responses_stream(text, call),
+        Route::Messages => messages_stream(text, call),
+    }
+}
+
+fn chat_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut out = vec![
+        sse(
+            None,
+            &chunk(json!({"role": "assistant", "content": ""}), Value::Null),
+        ),
+        sse(None, &chunk(json!({"content": text}), Value::Null)),
+    ];
+    let finish = if let Some((id, name, args)) = call {
+        out.push(sse(
+            None,
+            &chunk(
+                json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+            "function": {"name": name, "arguments": args.to_string()}}]}),
+                Value::Null,
+            ),
+        ));
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    out.push(sse(None, &chunk(json!({}), json!(finish))));
+    out.push(b"data: [DONE]\n\n".to_vec());
+    out
+}
+
+fn responses_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
+    let mut seq = 0;
+    let mut event = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        sse(Some(name), &data)
+    };
+    let message = json!({"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]});
+    let mut output = vec![message.clone()];
+    let mut out = vec![
+        event(
+            "response.created",
+            json!({"response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
+        ),
+        event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": {"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}}),
+        ),
+        event(
+            "response.output_text.delta",
+            json!({"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text}),
+        ),
+        event(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": message}),
+        ),
+    ];
+    if let Some((id, name, args)) = call {
+        let item = json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": name,
+            "arguments": args.to_string(), "status": "completed"});
+        out.push(event(
+            "response.output_item.added",
+            json!({"output_index": 1, "item": {"type": "function_call",
+            "id": "fc_1", "call_id": id, "name": name, "arguments": "", "status": "in_progress"}}),
+        ));
+        out.push(event(
+            "response.function_call_arguments.done",
+            json!({"item_id": "fc_1", "output_index": 1, "arguments": args.to_string()}),
+        ));
+        out.push(event(
+            "response.output_item.done",
+            json!({"output_index": 1, "item": item}),
+        ));
+        output.push(item);
+    }
+    out.push(event("response.completed", json!({"response": {"id": "resp_1", "object": "response", "status": "completed", "output": output}})));
+    out
+}
+
+fn messages_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
+    let mut out = vec![
+        sse(
+            Some("message_start"),
+            &json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+            "role": "assistant", "model": "m", "content": [], "stop_reason": null}}),
+        ),
+        sse(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        sse(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ),
+        sse(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": 0}),
+        ),
+    ];
+    let stop = if let Some((id, name, args)) = call {
+        out.push(sse(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start", "index": 1,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        ));
+        out.push(sse(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
+        ));
+        out.push(sse(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": 1}),
+        ));
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    out.push(sse(
+        Some("message_delta"),
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop}}),
+    ));
+    out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
+    out
+}
+
+fn streamed(chunks: Vec<Vec<u8>>) -> Reply {
+    Reply::Stream {
+        chunks,
+        pause: Duration::from_millis(1),
+    }
+}
+
+async fn post(gw: &Running, route: Route, body: String) -> (u16, Vec<u8>) {
+    let response = client()
+        .post(gw.url(route.path()))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let chunks = read_stream(response).await;
+    (
+        status,
+        chunks.iter().flat_map(|(_, c)| c.iter().copied()).collect(),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// on_violation: retry, on streams
+
+#[tokio::test]
+async fn a_blocked_stream_is_asked_again_and_the_new_answer_continues_it() {
+    for route in Route::ALL {
+        let upstream = Upstream::start().await;
+        upstream
+            .reply(streamed(stream(
+                route,
+                "Let me look.",
+                Some(&("call_9", "delete_user", json!({"user_id": "u-secret-1"}))),
+            )))
+            .reply(streamed(stream(route, "I may not delete users.", None)));
+        let gw = gateway(
+            "forbidden: [delete_user]\ngateway: {on_violation: retry, max_retries: 1}",
+            &upstream,
+        )
+        .await;
+        let (status, body) = post(&gw, route, route.stream_request()).await;
+        let text = String::from_utf8(body.clone()).unwrap();
+        assert_eq!(status, 200, "{route:?}: {text}");
+        assert!(
+            !text.contains("delete_user") && !text.contains("u-secret-1"),
+            "{route:?}: {text}"
+        );
+        assert!(
+            text.contains("Let me look.") && text.contains("I may not delete users."),
+            "{route:?}: {text}"
+        );
+        assert!(!text.contains("guardrails_violation"), "{route:?}: {text}");
+        // What the client got reads as one clean stream of text.
+        let found = toolgate::detect(&body);
+        assert!(
+            found.calls.is_empty() && found.violations.is_empty(),
+            "{route:?}: {found:?}"
+        );
+        let events: Vec<Value> = crate::support::sse_events(&body)
+            .iter()
+            .filter_map(|event| toolgate::detect::sse::event_data(event))
+            .filter_map(|data| serde_json::from_slice(&data).ok())
+            .collect();
+        let numbers = |kind: &str, key: &str| -> Vec<u64> {
+            events
+                .iter()
+                .filter(|e| kind.is_empty() || e["type"] == kind)
+                .filter_map(|e| e[key].as_u64())
+                .collect()
+        };
+        match route {
+            Route::Messages => {
+                assert_eq!(text.matches("\"message_start\"").count(), 1, "{text}");
+                assert_eq!(numbers("content_block_start", "index"), [0, 1], "{text}");
+            }
+            Route::Responses => {
+                assert_eq!(text.matches("event: response.created").count(), 1, "{text}");
+                assert_eq!(
+                    numbers("response.output_item.added", "output_index"),
+                    [0, 1],
+                    "{text}"
+                );
+                let sequence = numbers("", "sequence_number");
+                assert!(
+                    sequence.windows(2).all(|w| w[0] + 1 == w[1]),
+                    "{sequence:?}"
+                );
+            }
+            Route::Chat => {}
+        }
+        // The model was told why, with its call answered.
+        let seen = upstream.seen();
+        assert_eq!(seen.len(), 2, "{route:?}");
+        let again = seen[1].json().to_string();
+        assert!(
+            again.contains("call_9") && again.contains("toolgate blocked this tool call"),
+            "{route:?}: {again}"
+        );
+        let records = gw.audit_records();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0]["outcome"], "released");
+        assert_eq!(records[0]["attempts"], 2);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_still_blocked_after_max_retries_ends_with_one_error() {
+    for route in Route::ALL {
+        let upstream = Upstream::start().await;
+        for _ in 0..3 {
+            upstream.reply(streamed(stream(
+                route,
+                "Trying.",
+                Some(&("call_1", "delete_user", json!({"user_id": "u-secret-2"}))),
+            )));
+        }
+        let gw = gateway(
+            "forbidden: [delete_user]\ngateway: {on_violation: retry, max_retries: 2}",
+            &upstream,
+        )
+        .await;
+        let (_, body) = post(&gw, route, route.stream_request()).await;
+        let text = String::from_utf8(body).unwrap();
+        // Only the error event, whose verdict names what was blocked,
+        // mentions the call.
+        let error = text.rfind("guardrails_violation").unwrap();
+        let before = &text[..text[..error].rfind("\n\n").unwrap()];
+        assert!(
+            !before.contains("u-secret-2") && !before.contains("delete_user"),
+            "{route:?}: {text}"
+        );
+        let errors = text.matches("\"type\":\"guardrails_violation\"").count();
+        assert_eq!(errors, 1, "{route:?}: {text}");
+        assert_eq!(upstream.seen().len(), 3, "{route:?}");
+        assert_eq!(gw.audit_records()[0]["attempts"], 3);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Slow clients
+
+#[tokio::test]
+async fn a_client_trickling_its_headers_is_cut_off() {
+    let upstream = Upstream::start().await;
+    let gw = gateway("gateway: {header_read_timeout: 0.3}", &upstream).await;
+    let mut tcp = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let started = Instant::now();
+    let mut closed = false;
+    for byte in b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n"
+        .iter()
+        .cycle()
+        .take(40)
+    {
+        if tcp.write_all(&[*byte]).await.is_err() {
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if !closed {
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
+        closed = read.is_ok();
+    }
+    assert!(closed, "the gateway kept a trickling client");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(upstream.seen().is_empty());
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_body_gets_408() {
+    let upstream = Upstream::start().await;
+    let gw = gateway("gateway: {body_read_timeout: 0.3}", &upstream).await;
+    let mut tcp = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    tcp.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let _ = tcp.write_all(b" ").await;
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_millis(100), tcp.read(&mut buf)).await
+        {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+            if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(upstream.seen().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Callers
+
+fn sha(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+#[tokio::test]
+async fn a_caller_header_sent_twice_is_refused_before_the_upstream() {
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::json(Route::Chat.text("hi")));
+    let policy = "callers: [{id: admin, roles: [admin]}, {id: bot, roles: [bot]}]\ncaller_header: X-Toolgate-Caller";
+    let gw = gateway(policy, &upstream).await;
+    for values in [&["admin", "bot"][..], &["admin, bot"][..]] {
+        let mut request = client()
+            .post(gw.url(Route::Chat.path()))
+            .body(Route::Chat.request());
+        for value in values {
+            request = request.header("x-toolgate-caller", *value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{values:?}");
+    }
+    assert!(upstream.seen().is_empty());
+    let response = client()
+        .post(gw.url(Route::Chat.path()))
+        .header("x-toolgate-caller", "bot")
+        .body(Route::Chat.request())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(upstream.seen()[0]
+        .headers
+        .get("x-toolgate-caller")
+        .is_none());
+}
+
+#[tokio::test]
+async fn a_callers_toolgate_key_never_goes_upstream() {
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::json(Route::Chat.text("hi")));
+    upstream.reply(Reply::json(Route::Messages.text("hi")));
+    let policy = format!(
+        "callers: [{{id: bot, key_sha256: {}}}]\ncaller_header: X-Toolgate-Caller",
+        sha("tg-bot-key")
+    );
+    let gw = gateway(&policy, &upstream).await;
+    for (route, header, value) in [
+        (Route::Chat, "authorization", "Bearer tg-bot-key"),
+        (Route::Messages, "x-api-key", "tg-bot-key"),
+    ] {
+        let response = client()
+            .post(gw.url(route.path()))
+            .header(header, value)
+            .body(route.request())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    for seen in upstream.seen() {
+        assert!(
+            seen.headers.get("authorization").is_none(),
+            "{:?}",
+            seen.headers
+        );
+        assert!(
+            seen.headers.get("x-api-key").is_none(),
+            "{:?}",
+            seen.headers
+        );
+        assert_eq!(seen.headers["accept-encoding"], "identity");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+#[tokio::test]
+async fn message_content_nested_past_max_depth_is_refused() {
+    // A tightened bound, and the default one under a key nobody reads.
+    for (policy, depth, key) in [
+        ("input_limits: {max_depth: 8}", 20, "content"),
+        ("", 200, "metadata"),
+    ] {
+        let upstream = Upstream::start().await;
+        let gw = gateway(policy, &upstream).await;
+        let mut nested = json!("deep");
+        for _ in 0..depth {
+            nested = json!([nested]);
+        }
+        let request =
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi", key: nested}]});
+        let response = client()
+            .post(gw.url(Route::Chat.path()))
+            .body(request.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{policy}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], "input_limit_exceeded", "{error}");
+        assert!(upstream.seen().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_responses_conversation_answers_the_calls_released_in_it() {
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::json(
+        Route::Responses.calls(&[("get_weather", r#"{"city":"Paris"}"#)]),
+    ));
+    upstream.reply(Reply::json(Route::Responses.text("Sunny.")));
+    let gw = gateway("allowed_functions: [get_weather]", &upstream).await;
+    let ask = |input: Value| {
+        let body =
+            json!({"model": "m", "conversation": {"id": "conv_7"}, "input": input}).to_string();
+        client()
+            .post(gw.url(Route::Responses.path()))
+            .body(body)
+            .send()
+    };
+    let first = ask(json!("Weather in Paris?")).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let unknown =
+        ask(json!([{"type": "function_call_output", "call_id": "call_404", "output": "x"}]))
+            .await
+            .unwrap();
+    assert_eq!(unknown.status(), 400);
+    let error: Value = unknown.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "result_unknown_call_id", "{error}");
+    let known =
+        ask(json!([{"type": "function_call_output", "call_id": "call_0", "output": "sunny"}]))
+            .await
+            .unwrap();
+    assert_eq!(known.status(), 200, "{:?}", known.text().await);
+    assert_eq!(upstream.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn call_ids_may_repeat_from_turn_to_turn_and_legacy_function_results_pass() {
+    let upstream = Upstream::start().await;
+    upstream.reply(Reply::json(Route::Chat.text("ok")));
+    upstream.reply(Reply::json(Route::Chat.text("ok")));
+    let gw = gateway("", &upstream).await;
+    let call = |text: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": text}}]});
+    let result = json!({"role": "tool", "tool_call_id": "call_0", "content": "sunny"});
+    let reused = json!({"model": "m", "messages": [
+        {"role": "user", "content": "Paris?"}, call("{\"city\":\"Paris\"}"), result,
+        {"role": "user", "content": "Rome?"}, call("{\"city\":\"Rome\"}"), result]});
+    let legacy = json!({"model": "m", "messages": [
+        {"role": "user", "content": "Paris?"},
+        {"role": "assistant", "content": null, "function_call": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+        {"role": "function", "name": "get_weather", "content": "sunny"}]});
+    for request in [reused, legacy] {
+        let (status, body) = post(&gw, Route::Chat, request.to_string()).await;
+        assert_eq!(status, 200, "{request}: {}", String::from_utf8_lossy(&body));
+    }
+}
