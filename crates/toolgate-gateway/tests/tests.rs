@@ -3,8 +3,10 @@
 
 mod support;
 
+mod matrix;
 mod shared_audit;
 mod shared_limits;
 mod smoke;
 mod streams;
+mod upstream_answers;
 mod whole;
