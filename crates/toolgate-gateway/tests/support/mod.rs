@@ -207,16 +207,6 @@ impl Reply {
         }
         self
     }
-
-    /// A [`Reply::Raw`] with `pause` before each chunk.
-    #[must_use]
-    pub fn paced(mut self, every: Duration) -> Reply {
-        match &mut self {
-            Reply::Raw { pause, .. } => *pause = every,
-            other => panic!("only Reply::Raw is paced, not {other:?}"),
-        }
-        self
-    }
 }
 
 /// The request header that picks a reply queued with
