@@ -21,7 +21,17 @@ What a toolgate user relies on, checked with each SDK's own objects:
   answers, the SDK's stream error for streams, and no fragment of a blocked
   call is ever seen;
 - each released call has its idempotency key in
-  `x-toolgate-idempotency-keys`, and every checked request is audited.
+  `x-toolgate-idempotency-keys`, and every checked request is audited;
+- an answer the upstream compresses (gzip, br, zstd, deflate) is checked
+  like any other: a forbidden call in it never reaches the application, a
+  valid one works as usual;
+- an upstream error that carries no call (the provider's overloaded error,
+  whole or mid-stream) reaches the SDK as the SDK's own error for it, not
+  as a `guardrails_violation`.
+
+Request headers make the mock answer differently (the gateway passes them
+upstream): `x-mock-encoding`, `x-mock-status`, `x-mock-error` and
+`x-mock-stream-error`, described in examples/mock_upstream.rs.
 """
 
 from __future__ import annotations
@@ -905,3 +915,283 @@ def test_async_clients_stream(gateway_url: str) -> None:
             assert_verdict(raised_a.value.body["error"]["verdict"], "invalid")
 
     asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------
+# What the upstream answers beyond plain JSON and SSE: compressed answers,
+# and the provider's own errors. The mock reads `x-mock-*` request headers
+# (see examples/mock_upstream.rs), which reach it because the gateway
+# passes the client's headers upstream: `x-mock-encoding` compresses the
+# answer whatever the request's Accept-Encoding says, `x-mock-error:
+# overloaded` answers the provider's overloaded error, `x-mock-status` sets
+# the status, `x-mock-stream-error: overloaded` sends text then the
+# provider's own stream error event.
+#
+# The venv has `brotli` and `backports.zstd`, so the SDKs' HTTP client reads
+# every coding the mock sends: a compressed answer the gateway passed
+# unchecked would reach the application as the SDK's normal objects.
+
+ENCODINGS = ["gzip", "br", "zstd", "deflate"]
+APIS = ["chat", "responses", "messages"]
+OVERLOADED_OPENAI = "The server is overloaded or not ready yet."
+OVERLOADED_ANTHROPIC = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+class Turn:
+    """What the application got from one SDK call: the text, every tool
+    call (name, arguments as text) or fragment of one, and the exception the
+    SDK raised, if any (caught whatever it is, after the objects it yielded
+    before it)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.calls: list[tuple[str, str]] = []
+        self.fragments: list[str] = []
+        self.error: BaseException | None = None
+
+
+def take_turn(
+    api: str, stream: bool, model: str, headers: dict[str, str], oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> Turn:
+    turn = Turn()
+    try:
+        if api == "chat" and stream:
+            chat = ChatAccumulator()
+            try:
+                chat.feed(
+                    oai.chat.completions.create(
+                        model=model, messages=CHAT_MESSAGES, tools=CHAT_TOOLS, stream=True, extra_headers=headers
+                    )
+                )
+            finally:
+                turn.text = chat.text
+                turn.calls = [(c["name"], c["arguments"]) for _, c in sorted(chat.calls.items())]
+                turn.fragments = [f"{c['name']}{c['arguments']}" for c in chat.calls.values()]
+        elif api == "chat":
+            completion = oai.chat.completions.create(
+                model=model, messages=CHAT_MESSAGES, tools=CHAT_TOOLS, extra_headers=headers
+            )
+            message = completion.choices[0].message
+            turn.text = message.content or ""
+            turn.calls = [(c.function.name, c.function.arguments) for c in message.tool_calls or []]
+        elif api == "responses" and stream:
+            responses = ResponsesAccumulator()
+            try:
+                responses.feed(
+                    oai.responses.create(
+                        model=model, input=RESPONSES_INPUT, tools=RESPONSES_TOOLS, stream=True, extra_headers=headers
+                    )
+                )
+            finally:
+                turn.text = responses.text
+                done = [c for c in responses.calls if not isinstance(c, tuple)]
+                turn.calls = [(c.name, c.arguments) for c in done]
+                turn.fragments = [repr(c) for c in responses.calls]
+                if responses.argument_deltas:
+                    turn.fragments.append(responses.argument_deltas)
+                if responses.completed is not None:
+                    turn.fragments += [repr(c) for c in function_calls(responses.completed)]
+        elif api == "responses":
+            response = oai.responses.create(
+                model=model, input=RESPONSES_INPUT, tools=RESPONSES_TOOLS, extra_headers=headers
+            )
+            turn.text = response.output_text
+            turn.calls = [(c.name, c.arguments) for c in function_calls(response)]
+        elif stream:
+            messages = MessagesAccumulator()
+            try:
+                messages.feed(
+                    claude.messages.create(
+                        model=model,
+                        max_tokens=256,
+                        messages=ANTHROPIC_MESSAGES,
+                        tools=ANTHROPIC_TOOLS,
+                        stream=True,
+                        extra_headers=headers,
+                    )
+                )
+            finally:
+                turn.text = messages.text
+                turn.calls = [(b["name"], b["json"]) for _, b in sorted(messages.blocks.items())]
+                turn.fragments = [f"{b['name']}{b['json']}" for b in messages.blocks.values()]
+        else:
+            message = claude.messages.create(
+                model=model, max_tokens=256, messages=ANTHROPIC_MESSAGES, tools=ANTHROPIC_TOOLS, extra_headers=headers
+            )
+            turn.text = text_of(message)
+            turn.calls = [(u.name, json.dumps(u.input)) for u in tool_uses(message)]
+    except Exception as err:  # noqa: BLE001 - what the application would see
+        turn.error = err
+    turn.fragments += [f"{name}{args}" for name, args in turn.calls]
+    return turn
+
+
+def assert_blocked_by_gateway(api: str, err: BaseException | None, code: str) -> None:
+    """The SDK raised the gateway's block, with `code` as the first
+    violation's code."""
+    if api == "messages":
+        assert isinstance(err, anthropic.APIStatusError), repr(err)
+        assert err.type == "guardrails_violation", err.body
+        violations = err.body["error"]["verdict"]["violations"]
+    else:
+        assert isinstance(err, openai.APIError), repr(err)
+        assert err.type == "guardrails_violation", err.body
+        assert err.code == code, err.body
+        violations = err.body["verdict"]["violations"]
+    assert violations[0]["code"] == code, violations
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("api", APIS)
+def test_compressed_forbidden_answer_never_reaches_the_application(
+    oai: openai.OpenAI, claude: anthropic.Anthropic, api: str, stream: bool, encoding: str
+) -> None:
+    turn = take_turn(api, stream, "forbidden", {"x-mock-encoding": encoding}, oai, claude)
+    assert turn.fragments == [], f"the SDK yielded the forbidden call: {turn.fragments} (then {turn.error!r})"
+    assert_blocked_by_gateway(api, turn.error, "forbidden")
+    if stream:
+        # Text before the call passes, decoded, as it does uncompressed.
+        assert turn.text == TEXT
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("api", APIS)
+def test_compressed_valid_answer_works_as_usual(
+    oai: openai.OpenAI, claude: anthropic.Anthropic, api: str, stream: bool, encoding: str
+) -> None:
+    turn = take_turn(api, stream, "valid", {"x-mock-encoding": encoding}, oai, claude)
+    assert turn.error is None, repr(turn.error)
+    assert turn.text == TEXT
+    assert [(name, json.loads(args)) for name, args in turn.calls] == [("get_weather", PARIS)]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_5xx_answer_holding_a_forbidden_call_is_blocked(
+    oai: openai.OpenAI, claude: anthropic.Anthropic, api: str
+) -> None:
+    # Answers with a non-2xx status are checked like any other.
+    turn = take_turn(api, False, "forbidden", {"x-mock-status": "500"}, oai, claude)
+    assert turn.fragments == []
+    # The gateway's block, not the upstream's 500 with the call in its body.
+    assert_blocked_by_gateway(api, turn.error, "forbidden")
+
+
+OVERLOADED = {"x-mock-status": "529", "x-mock-error": "overloaded"}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_anthropic_overloaded_reaches_the_sdk_as_its_own_error(claude: anthropic.Anthropic, stream: bool) -> None:
+    # A stream request the upstream refuses before streaming gets the same.
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        claude.messages.create(
+            model="text",
+            max_tokens=256,
+            messages=ANTHROPIC_MESSAGES,
+            tools=ANTHROPIC_TOOLS,
+            stream=stream,
+            extra_headers=OVERLOADED,
+        )
+    err = raised.value
+    assert isinstance(err, anthropic.InternalServerError), repr(err)
+    assert err.status_code == 529
+    assert err.type == "overloaded_error"
+    assert err.api_message == "Overloaded"
+    assert err.body["error"] == OVERLOADED_ANTHROPIC["error"]
+
+
+def test_anthropic_overloaded_mid_stream_reaches_the_sdk_as_its_own_error(claude: anthropic.Anthropic) -> None:
+    got = MessagesAccumulator()
+    with pytest.raises(anthropic.APIError) as raised:
+        got.feed(
+            claude.messages.create(
+                model="text",
+                max_tokens=256,
+                messages=ANTHROPIC_MESSAGES,
+                tools=ANTHROPIC_TOOLS,
+                stream=True,
+                extra_headers={"x-mock-stream-error": "overloaded"},
+            )
+        )
+    err = raised.value
+    # The SDK raises a status error for `event: error`, the event's data as
+    # its body.
+    assert isinstance(err, anthropic.APIStatusError), repr(err)
+    assert err.type == "overloaded_error", err.body
+    assert err.body == OVERLOADED_ANTHROPIC
+    assert got.text == TEXT
+    assert "message_stop" not in got.types
+
+
+def test_anthropic_stream_helper_overloaded_mid_stream(claude: anthropic.Anthropic) -> None:
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        with claude.messages.stream(
+            model="text",
+            max_tokens=256,
+            messages=ANTHROPIC_MESSAGES,
+            tools=ANTHROPIC_TOOLS,
+            extra_headers={"x-mock-stream-error": "overloaded"},
+        ) as stream:
+            stream.get_final_message()
+    assert raised.value.type == "overloaded_error"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_openai_overloaded_reaches_the_sdk_as_its_status_error(oai: openai.OpenAI, api: str, stream: bool) -> None:
+    headers = {"x-mock-status": "503", "x-mock-error": "overloaded"}
+    with pytest.raises(openai.APIStatusError) as raised:
+        if api == "chat":
+            oai.chat.completions.create(
+                model="text", messages=CHAT_MESSAGES, tools=CHAT_TOOLS, stream=stream, extra_headers=headers
+            )
+        else:
+            oai.responses.create(
+                model="text", input=RESPONSES_INPUT, tools=RESPONSES_TOOLS, stream=stream, extra_headers=headers
+            )
+    err = raised.value
+    assert isinstance(err, openai.InternalServerError), repr(err)
+    assert err.status_code == 503
+    assert err.type == "server_error"
+    assert err.body["message"] == OVERLOADED_OPENAI
+
+
+def test_openai_chat_stream_error_reaches_the_sdk_as_its_own_error(oai: openai.OpenAI) -> None:
+    got = ChatAccumulator()
+    with pytest.raises(openai.APIError) as raised:
+        got.feed(
+            oai.chat.completions.create(
+                model="text",
+                messages=CHAT_MESSAGES,
+                tools=CHAT_TOOLS,
+                stream=True,
+                extra_headers={"x-mock-stream-error": "overloaded"},
+            )
+        )
+    err = raised.value
+    # The SDK raises APIError on a `data: {"error": ...}` chunk.
+    assert not isinstance(err, openai.APIStatusError)
+    assert err.type == "server_error", err.body
+    assert err.message == OVERLOADED_OPENAI
+    assert got.text == TEXT
+
+
+def test_openai_responses_stream_error_reaches_the_sdk_as_its_error_event(oai: openai.OpenAI) -> None:
+    # A Responses `error` event carries no `error` object: the SDK yields it
+    # as a ResponseErrorEvent rather than raising.
+    events = list(
+        oai.responses.create(
+            model="text",
+            input=RESPONSES_INPUT,
+            tools=RESPONSES_TOOLS,
+            stream=True,
+            extra_headers={"x-mock-stream-error": "overloaded"},
+        )
+    )
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == TEXT
+    last = events[-1]
+    assert isinstance(last, openai.types.responses.ResponseErrorEvent), repr(last)
+    assert (last.code, last.message) == ("server_error", OVERLOADED_OPENAI)
+    assert not any(e.type == "response.completed" for e in events)

@@ -20,11 +20,28 @@
 //! A request whose last message is a tool result gets a text answer (the
 //! model read the result, or toolgate's feedback). Streams send each event
 //! as its own chunk, `MOCK_PAUSE_MS` apart (default 0).
+//!
+//! Request headers change how it answers (toolgate passes the client's
+//! headers upstream, so an SDK's `extra_headers` reach the mock):
+//!
+//! - `x-mock-encoding: gzip|x-gzip|deflate|br|zstd` (or a list such as
+//!   `gzip, br`, applied in order): the answer is compressed with it and
+//!   labelled `Content-Encoding: <value>`, whatever the request's
+//!   `Accept-Encoding` says; a stream is flushed after every event;
+//! - `x-mock-error: overloaded`: the provider's own overloaded error
+//!   instead of an answer, HTTP 529 on `/v1/messages` (Anthropic's
+//!   `overloaded_error`), 503 on the OpenAI routes (`server_error`);
+//! - `x-mock-status: N`: the answer (or the error) with status `N`;
+//! - `x-mock-stream-error: overloaded`: a stream that sends its text, then
+//!   the provider's own stream error event (Anthropic `event: error` with
+//!   `overloaded_error`, Chat Completions `data: {"error": ...}`, Responses
+//!   `event: error` with `{"type": "error", ...}`), then ends.
 
+use std::io::Write;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::serve::ListenerExt;
@@ -351,13 +368,259 @@ fn messages_events(answer: Answer) -> Vec<Vec<u8>> {
     out
 }
 
-fn handle(api: Api, pause: Duration, request: &[u8]) -> Response {
+/// How the request's `x-mock-*` headers change the answer.
+struct Twists {
+    /// The `Content-Encoding` label and the codecs it names, in order.
+    encoding: Option<(String, Vec<Codec>)>,
+    status: Option<StatusCode>,
+    /// `x-mock-error: overloaded`.
+    overloaded: bool,
+    /// `x-mock-stream-error: overloaded`.
+    stream_overloaded: bool,
+}
+
+impl Twists {
+    fn read(headers: &HeaderMap) -> Result<Twists, String> {
+        let text = |name: &str| {
+            headers
+                .get(name)
+                .map(|v| {
+                    v.to_str()
+                        .map(str::trim)
+                        .map_err(|_| format!("{name}: not text"))
+                })
+                .transpose()
+        };
+        let encoding = match text("x-mock-encoding")? {
+            None => None,
+            Some(label) => {
+                let codecs = label
+                    .split(',')
+                    .map(|name| match name.trim().to_ascii_lowercase().as_str() {
+                        "gzip" | "x-gzip" => Ok(Codec::Gzip),
+                        "deflate" => Ok(Codec::Deflate),
+                        "br" => Ok(Codec::Br),
+                        "zstd" => Ok(Codec::Zstd),
+                        other => Err(format!("x-mock-encoding: unknown coding `{other}`")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some((label.to_owned(), codecs))
+            }
+        };
+        let status = match text("x-mock-status")? {
+            None => None,
+            Some(code) => Some(
+                code.parse::<u16>()
+                    .ok()
+                    .and_then(|n| StatusCode::from_u16(n).ok())
+                    .ok_or_else(|| format!("x-mock-status: `{code}` is no status"))?,
+            ),
+        };
+        let kind = |name: &str| match text(name)? {
+            None => Ok(false),
+            Some("overloaded") => Ok(true),
+            Some(other) => Err(format!("{name}: unknown error `{other}`")),
+        };
+        Ok(Twists {
+            encoding,
+            status,
+            overloaded: kind("x-mock-error")?,
+            stream_overloaded: kind("x-mock-stream-error")?,
+        })
+    }
+}
+
+/// One compression algorithm of `x-mock-encoding`.
+#[derive(Clone, Copy)]
+enum Codec {
+    Gzip,
+    /// HTTP's `deflate`: the zlib format.
+    Deflate,
+    Br,
+    Zstd,
+}
+
+/// A streaming compressor writing into memory.
+enum Encoder {
+    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    Deflate(flate2::write::ZlibEncoder<Vec<u8>>),
+    Br(Box<brotli::CompressorWriter<Vec<u8>>>),
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+}
+
+impl Encoder {
+    fn new(codec: Codec) -> std::io::Result<Encoder> {
+        let level = flate2::Compression::fast();
+        Ok(match codec {
+            Codec::Gzip => Encoder::Gzip(flate2::write::GzEncoder::new(Vec::new(), level)),
+            Codec::Deflate => Encoder::Deflate(flate2::write::ZlibEncoder::new(Vec::new(), level)),
+            Codec::Br => Encoder::Br(Box::new(brotli::CompressorWriter::new(
+                Vec::new(),
+                4096,
+                5,
+                20,
+            ))),
+            Codec::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(Vec::new(), 3)?),
+        })
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Encoder::Gzip(e) => e,
+            Encoder::Deflate(e) => e,
+            Encoder::Br(e) => e.as_mut(),
+            Encoder::Zstd(e) => e,
+        }
+    }
+
+    fn output(&mut self) -> &mut Vec<u8> {
+        match self {
+            Encoder::Gzip(e) => e.get_mut(),
+            Encoder::Deflate(e) => e.get_mut(),
+            Encoder::Br(e) => e.get_mut(),
+            Encoder::Zstd(e) => e.get_mut(),
+        }
+    }
+
+    /// Compress `bytes`, flush, and take what came out.
+    fn push(&mut self, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        self.writer().write_all(bytes)?;
+        self.writer().flush()?;
+        Ok(std::mem::take(self.output()))
+    }
+
+    /// Compress `bytes`, end the coded stream, and take what came out.
+    fn finish(mut self, bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+        self.writer().write_all(bytes)?;
+        match self {
+            Encoder::Gzip(e) => e.finish(),
+            Encoder::Deflate(e) => e.finish(),
+            Encoder::Br(e) => Ok(e.into_inner()),
+            Encoder::Zstd(e) => e.finish(),
+        }
+    }
+}
+
+/// `chunks` coded with `codecs` in order, each flushed, the codings' ends
+/// in the last.
+fn encode(codecs: &[Codec], chunks: Vec<Vec<u8>>) -> std::io::Result<Vec<Vec<u8>>> {
+    let mut encoders = codecs
+        .iter()
+        .map(|&c| Encoder::new(c))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let mut out = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let mut bytes = chunk;
+        for encoder in &mut encoders {
+            bytes = encoder.push(&bytes)?;
+        }
+        out.push(bytes);
+    }
+    let mut end = Vec::new();
+    for encoder in encoders {
+        end = encoder.finish(&end)?;
+    }
+    match out.last_mut() {
+        Some(last) => last.extend_from_slice(&end),
+        None => out.push(end),
+    }
+    Ok(out)
+}
+
+const OVERLOADED_OPENAI: &str = "The server is overloaded or not ready yet.";
+
+/// The provider's own overloaded error: its status and body.
+fn overloaded(api: Api) -> (StatusCode, Value) {
+    match api {
+        Api::Chat | Api::Responses => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"error": {"message": OVERLOADED_OPENAI, "type": "server_error", "param": null, "code": null}}),
+        ),
+        Api::Messages => (
+            StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                   "request_id": "req_mock"}),
+        ),
+    }
+}
+
+/// The text events of a stream, then the provider's own error event.
+fn overloaded_events(api: Api) -> Vec<Vec<u8>> {
+    let mut out = events(api, Answer::Text);
+    // Up to the last text delta: the model started to answer, then failed.
+    let text = match api {
+        // The role chunk, three text chunks.
+        Api::Chat => 4,
+        // response.created, output_item.added, content_part.added, three deltas.
+        Api::Responses => 6,
+        // message_start, content_block_start, three deltas.
+        Api::Messages => 5,
+    };
+    out.truncate(text);
+    out.push(match api {
+        Api::Chat => sse(
+            None,
+            &json!({"error": {"message": OVERLOADED_OPENAI, "type": "server_error", "param": null, "code": null}}),
+        ),
+        Api::Responses => sse(
+            Some("error"),
+            &json!({"type": "error", "code": "server_error", "message": OVERLOADED_OPENAI,
+                    "param": null, "sequence_number": text}),
+        ),
+        Api::Messages => sse(
+            Some("error"),
+            &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+    });
+    out
+}
+
+fn handle(api: Api, pause: Duration, headers: &HeaderMap, request: &[u8]) -> Response {
+    let twists = match Twists::read(headers) {
+        Ok(twists) => twists,
+        Err(why) => return (StatusCode::BAD_REQUEST, why).into_response(),
+    };
     let Ok(request) = serde_json::from_slice::<Value>(request) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
     let answer = Answer::of(&request);
-    if request.get("stream").and_then(Value::as_bool) == Some(true) {
-        let chunks = events(api, answer);
+    let stream = request.get("stream").and_then(Value::as_bool) == Some(true);
+    let (mut status, content_type, chunks) = if twists.overloaded {
+        let (status, body) = overloaded(api);
+        (
+            status,
+            "application/json",
+            vec![body.to_string().into_bytes()],
+        )
+    } else if stream {
+        let chunks = if twists.stream_overloaded {
+            overloaded_events(api)
+        } else {
+            events(api, answer)
+        };
+        (StatusCode::OK, "text/event-stream", chunks)
+    } else {
+        let body = body(api, answer).to_string().into_bytes();
+        (StatusCode::OK, "application/json", vec![body])
+    };
+    if let Some(forced) = twists.status {
+        status = forced;
+    }
+    let mut chunks = chunks;
+    let mut response_headers = HeaderMap::new();
+    response_headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some((label, codecs)) = &twists.encoding {
+        chunks = match encode(codecs, chunks) {
+            Ok(chunks) => chunks,
+            Err(err) => {
+                return (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response()
+            }
+        };
+        if let Ok(value) = HeaderValue::from_str(label) {
+            response_headers.insert(header::CONTENT_ENCODING, value);
+        }
+    }
+    let body = if stream && !twists.overloaded {
         let stream = futures_util::stream::unfold(chunks.into_iter(), move |mut rest| async move {
             let chunk = rest.next()?;
             if !pause.is_zero() {
@@ -365,17 +628,11 @@ fn handle(api: Api, pause: Duration, request: &[u8]) -> Response {
             }
             Some((Ok::<_, std::convert::Infallible>(Bytes::from(chunk)), rest))
         });
-        return (
-            [(header::CONTENT_TYPE, "text/event-stream")],
-            Body::from_stream(stream),
-        )
-            .into_response();
-    }
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body(api, answer).to_string(),
-    )
-        .into_response()
+        Body::from_stream(stream)
+    } else {
+        Body::from(chunks.concat())
+    };
+    (status, response_headers, body).into_response()
 }
 
 #[tokio::main]
@@ -392,15 +649,17 @@ async fn main() -> std::io::Result<()> {
     let app = Router::new()
         .route(
             "/v1/chat/completions",
-            post(move |b: Bytes| async move { handle(Api::Chat, pause, &b) }),
+            post(move |h: HeaderMap, b: Bytes| async move { handle(Api::Chat, pause, &h, &b) }),
         )
         .route(
             "/v1/responses",
-            post(move |b: Bytes| async move { handle(Api::Responses, pause, &b) }),
+            post(
+                move |h: HeaderMap, b: Bytes| async move { handle(Api::Responses, pause, &h, &b) },
+            ),
         )
         .route(
             "/v1/messages",
-            post(move |b: Bytes| async move { handle(Api::Messages, pause, &b) }),
+            post(move |h: HeaderMap, b: Bytes| async move { handle(Api::Messages, pause, &h, &b) }),
         );
     let listener = tokio::net::TcpListener::bind(&listen).await?;
     eprintln!(

@@ -4,8 +4,10 @@
 mod support;
 
 mod hardening;
+mod matrix;
 mod shared_audit;
 mod shared_limits;
 mod smoke;
 mod streams;
+mod upstream_answers;
 mod whole;

@@ -1,12 +1,13 @@
 //! What every gateway test needs: a mock upstream on 127.0.0.1 that speaks
 //! the providers' wire formats (replaying captured bodies and streams, with
-//! pauses between events), a gateway started on a free port in front of
-//! it, the captured fixtures, and the three routes with the contract's
-//! idempotency key.
+//! pauses between events, or answering with any status, content type and
+//! content coding), a gateway started on a free port in front of it, the
+//! captured fixtures, and the three routes with the contract's idempotency
+//! key.
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -21,13 +22,16 @@ use serde_json::Value;
 use toolgate::Policy;
 use toolgate_gateway::{AuditStore, Config, Gateway};
 
+pub mod answers;
+pub mod coding;
 mod postgres;
 mod redis;
 mod routes;
 
+pub use coding::Coding;
 pub use postgres::{query as pg_query, PostgresServer};
 pub use redis::RedisServer;
-pub use routes::{key, key_of_canonical, Route, KEYS, REQUEST_ID};
+pub use routes::{key, key_of_canonical, sse_event, Route, KEYS, REQUEST_ID};
 
 /// A captured payload under tests/fixtures.
 pub fn fixture(path: &str) -> Vec<u8> {
@@ -88,6 +92,16 @@ pub enum Reply {
     /// A `text/event-stream` sent step by step: chunks with their own
     /// pauses, waits on a [`Gate`], a broken connection.
     Steps(Vec<Step>),
+    /// Anything, exactly as it goes on the wire: this status, these headers
+    /// (none added but the framing), and the body in these chunks with
+    /// `pause` before each. One chunk and no pause is a whole body with its
+    /// `Content-Length`; more are sent chunked. See [`Reply::coded`].
+    Raw {
+        status: u16,
+        headers: Vec<(String, String)>,
+        chunks: Vec<Vec<u8>>,
+        pause: Duration,
+    },
 }
 
 /// One step of a [`Reply::Steps`] stream.
@@ -149,7 +163,55 @@ impl Reply {
             pause,
         }
     }
+
+    /// A [`Reply::Raw`]: `chunks` (the content: one for a whole body, one
+    /// per event for a stream) coded with `coding` and labelled with it,
+    /// with this status and content type (`None`: no `Content-Type`).
+    pub fn coded(
+        status: u16,
+        content_type: Option<&str>,
+        coding: &Coding,
+        chunks: &[Vec<u8>],
+    ) -> Reply {
+        Reply::labelled(status, content_type, coding, coding.encode(chunks))
+    }
+
+    /// [`Reply::coded`] for chunks already coded with `coding`.
+    pub fn labelled(
+        status: u16,
+        content_type: Option<&str>,
+        coding: &Coding,
+        wire: Vec<Vec<u8>>,
+    ) -> Reply {
+        let mut headers = Vec::new();
+        if let Some(content_type) = content_type {
+            headers.push(("content-type".to_owned(), content_type.to_owned()));
+        }
+        if let Some(label) = coding.label {
+            headers.push(("content-encoding".to_owned(), label.to_owned()));
+        }
+        Reply::Raw {
+            status,
+            headers,
+            chunks: wire,
+            pause: Duration::ZERO,
+        }
+    }
+
+    /// A [`Reply::Raw`] with one more header.
+    #[must_use]
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        match &mut self {
+            Reply::Raw { headers, .. } => headers.push((name.to_owned(), value.to_owned())),
+            other => panic!("headers are set on Reply::Raw only, not {other:?}"),
+        }
+        self
+    }
 }
+
+/// The request header that picks a reply queued with
+/// [`Upstream::reply_to`], so that concurrent requests each get their own.
+pub const REPLY_TAG: &str = "x-mock-reply";
 
 /// One request the upstream received.
 #[derive(Debug, Clone)]
@@ -168,6 +230,8 @@ impl Seen {
 #[derive(Default)]
 struct Script {
     replies: Mutex<VecDeque<Reply>>,
+    /// Replies for requests that carry a [`REPLY_TAG`].
+    tagged: Mutex<HashMap<String, Reply>>,
     seen: Mutex<Vec<Seen>>,
     /// When each chunk of a streamed reply was handed to the connection.
     sent: Mutex<Vec<std::time::Instant>>,
@@ -205,9 +269,31 @@ impl Upstream {
         self
     }
 
+    /// The answer to the request whose [`REPLY_TAG`] header is `tag`.
+    pub fn reply_to(&self, tag: &str, reply: Reply) -> &Self {
+        self.script
+            .tagged
+            .lock()
+            .unwrap()
+            .insert(tag.to_owned(), reply);
+        self
+    }
+
     /// Every request received so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.script.seen.lock().unwrap().clone()
+    }
+
+    /// The requests received with this [`REPLY_TAG`].
+    pub fn seen_tagged(&self, tag: &str) -> Vec<Seen> {
+        self.seen()
+            .into_iter()
+            .filter(|seen| {
+                seen.headers
+                    .get(REPLY_TAG)
+                    .is_some_and(|v| v.as_bytes() == tag.as_bytes())
+            })
+            .collect()
     }
 
     /// When each chunk of the streamed replies so far was sent, in order.
@@ -222,14 +308,26 @@ async fn answer(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let tag = headers
+        .get(REPLY_TAG)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     script.seen.lock().unwrap().push(Seen {
         path: uri.path().to_owned(),
         headers,
         body,
     });
-    let next = script.replies.lock().unwrap().pop_front();
+    let next = match tag {
+        Some(tag) => script.tagged.lock().unwrap().remove(&tag),
+        None => script.replies.lock().unwrap().pop_front(),
+    };
     match next {
         None => (StatusCode::INTERNAL_SERVER_ERROR, "no reply scripted").into_response(),
+        Some(Reply::Raw {
+            status,
+            headers,
+            chunks,
+            pause,
+        }) => raw_reply(status, &headers, chunks, pause, script),
         Some(Reply::Body {
             status,
             content_type,
@@ -253,6 +351,44 @@ async fn answer(
         }
         Some(Reply::Steps(steps)) => stream_reply(steps, script),
     }
+}
+
+/// A [`Reply::Raw`]: nothing but these headers, and the chunks as they are.
+fn raw_reply(
+    status: u16,
+    headers: &[(String, String)],
+    chunks: Vec<Vec<u8>>,
+    pause: Duration,
+    script: Arc<Script>,
+) -> Response {
+    let body = if chunks.len() == 1 && pause.is_zero() {
+        Body::from(chunks.concat())
+    } else {
+        let stream = futures_util::stream::unfold(
+            (chunks.into_iter(), script),
+            move |(mut rest, script)| async move {
+                let bytes = rest.next()?;
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                script.sent.lock().unwrap().push(std::time::Instant::now());
+                Some((
+                    Ok::<_, std::convert::Infallible>(Bytes::from(bytes)),
+                    (rest, script),
+                ))
+            },
+        );
+        Body::from_stream(stream)
+    };
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::from_u16(status).unwrap();
+    for (name, value) in headers {
+        response.headers_mut().append(
+            axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            axum::http::HeaderValue::from_str(value).unwrap(),
+        );
+    }
+    response
 }
 
 /// A `text/event-stream` that plays `steps`, noting when each chunk goes.

@@ -146,6 +146,19 @@ impl Route {
         .into_bytes()
     }
 
+    /// A stream of this route: `text` (when not empty), then these calls
+    /// `(tool, arguments as the model wrote them)`, each with its name in
+    /// its first event and its arguments in two deltas, split after the
+    /// first `:` (so an argument value stays whole in one delta), then the
+    /// stream's own end. One event a chunk, each with its blank line.
+    pub fn events(self, text: &str, calls: &[(&str, &str)]) -> Vec<Vec<u8>> {
+        match self {
+            Route::Chat => chat_events(text, calls),
+            Route::Responses => responses_events(text, calls),
+            Route::Messages => messages_events(text, calls),
+        }
+    }
+
     /// The calls of a response body of this route: `(id, tool, arguments)`.
     pub fn calls_in(self, body: &[u8]) -> Vec<(String, String, Value)> {
         let body: Value = serde_json::from_slice(body).unwrap();
@@ -190,6 +203,189 @@ impl Route {
         };
         marks.iter().any(|mark| text.contains(mark))
     }
+}
+
+/// One SSE event: `event:` (when named) and `data:`.
+pub fn sse_event(name: Option<&str>, data: &Value) -> Vec<u8> {
+    match name {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n").into_bytes(),
+        None => format!("data: {data}\n\n").into_bytes(),
+    }
+}
+
+/// Arguments in two deltas, split after the first `:`.
+fn halves(args: &str) -> (&str, &str) {
+    let at = args.find(':').map_or(args.len() / 2, |at| at + 1);
+    args.split_at(at)
+}
+
+fn chat_events(text: &str, calls: &[(&str, &str)]) -> Vec<Vec<u8>> {
+    let chunk = |delta: Value, finish: Value| {
+        let data = json!({"id": "chatcmpl-events", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4o", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        sse_event(None, &data)
+    };
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    if !text.is_empty() {
+        out.push(chunk(json!({"content": text}), Value::Null));
+    }
+    for (at, (name, args)) in calls.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": at, "id": format!("call_{at}"), "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": at, "function": {"arguments": part}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    let finish = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    out.push(chunk(json!({}), json!(finish)));
+    out.push(b"data: [DONE]\n\n".to_vec());
+    out
+}
+
+fn responses_events(text: &str, calls: &[(&str, &str)]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut seq = 0;
+    let mut event = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(seq);
+        seq += 1;
+        sse_event(Some(name), &data)
+    };
+    let mut output = Vec::new();
+    let response = |status: &str, output: &[Value]| {
+        json!({"id": "resp_events", "object": "response", "created_at": 1, "status": status,
+            "model": "gpt-4o", "output": output})
+    };
+    out.push(event(
+        "response.created",
+        json!({"response": response("in_progress", &[])}),
+    ));
+    if !text.is_empty() {
+        let message = json!({"type": "message", "id": "msg_0", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]});
+        out.push(event("response.output_item.added", json!({"output_index": 0,
+            "item": {"type": "message", "id": "msg_0", "status": "in_progress", "role": "assistant", "content": []}})));
+        out.push(event(
+            "response.output_text.delta",
+            json!({"item_id": "msg_0", "output_index": 0,
+            "content_index": 0, "delta": text}),
+        ));
+        out.push(event(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": message}),
+        ));
+        output.push(message);
+    }
+    for (at, (name, args)) in calls.iter().enumerate() {
+        let index = output.len();
+        let id = format!("fc_{at}");
+        out.push(event(
+            "response.output_item.added",
+            json!({"output_index": index,
+            "item": {"type": "function_call", "id": id, "call_id": format!("call_{at}"),
+                "name": name, "arguments": "", "status": "in_progress"}}),
+        ));
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out.push(event(
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": part}),
+            ));
+        }
+        out.push(event(
+            "response.function_call_arguments.done",
+            json!({"item_id": id, "output_index": index, "arguments": args}),
+        ));
+        let item = json!({"type": "function_call", "id": id, "call_id": format!("call_{at}"),
+            "name": name, "arguments": args, "status": "completed"});
+        out.push(event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        output.push(item);
+    }
+    out.push(event(
+        "response.completed",
+        json!({"response": response("completed", &output)}),
+    ));
+    out
+}
+
+fn messages_events(text: &str, calls: &[(&str, &str)]) -> Vec<Vec<u8>> {
+    let mut out = vec![sse_event(
+        Some("message_start"),
+        &json!({"type": "message_start", "message": {"id": "msg_events", "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4", "content": [], "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    let mut index = 0;
+    if !text.is_empty() {
+        out.push(sse_event(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start",
+            "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ));
+        out.push(sse_event(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta",
+            "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ));
+        out.push(sse_event(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": 0}),
+        ));
+        index += 1;
+    }
+    for (at, (name, args)) in calls.iter().enumerate() {
+        out.push(sse_event(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start",
+            "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{at}"),
+                "name": name, "input": {}}}),
+        ));
+        let (a, b) = halves(args);
+        for part in [a, b] {
+            out.push(sse_event(
+                Some("content_block_delta"),
+                &json!({"type": "content_block_delta",
+                "index": index, "delta": {"type": "input_json_delta", "partial_json": part}}),
+            ));
+        }
+        out.push(sse_event(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let stop = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    out.push(sse_event(
+        Some("message_delta"),
+        &json!({"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 10}}),
+    ));
+    out.push(sse_event(
+        Some("message_stop"),
+        &json!({"type": "message_stop"}),
+    ));
+    out
 }
 
 /// The contract's idempotency key: lowercase hex SHA-256 of the request
