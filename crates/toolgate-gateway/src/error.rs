@@ -21,8 +21,8 @@ pub enum Failure {
     Blocked(Box<Verdict>),
     /// The upstream could not be reached or broke the connection.
     UpstreamUnavailable(String),
-    /// The upstream answered this error status with a body that cannot be
-    /// read (an HTML error page, text): the status passes, the bytes do
+    /// The upstream answered this error status with a body in a content
+    /// coding the gateway cannot decode: the status passes, the bytes do
     /// not.
     UpstreamUnreadable(StatusCode),
     /// The upstream took longer than `upstream_timeout`.
@@ -99,7 +99,7 @@ impl Failure {
             Failure::UpstreamUnavailable(why) => format!("toolgate: the upstream is unavailable: {why}"),
             Failure::UpstreamTimeout => "toolgate: the upstream did not answer in time".to_owned(),
             Failure::UpstreamUnreadable(status) => format!(
-                "toolgate: the upstream answered {} with a body toolgate cannot read, so it was not forwarded",
+                "toolgate: the upstream answered {} with a body toolgate cannot decode, so it was not forwarded",
                 status.as_u16()
             ),
             Failure::UpstreamTooLarge { max } => {

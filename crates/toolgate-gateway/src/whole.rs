@@ -42,17 +42,18 @@ pub(crate) async fn run(
         let (body, verdict) = match answer.whole(gw.config.max_response_bytes, deadline).await {
             Ok(body) => {
                 let verdict = exchange.judge(gw, detect_with(&body, gw.policy.limits()));
-                (body, verdict)
+                (Some(body), verdict)
             }
             Err(Read::Failed(failure)) => return Err(failure),
-            Err(Read::Unreadable(why)) => (Bytes::new(), exchange.unreadable(gw, why)),
+            Err(Read::Unreadable(why)) => (None, exchange.unreadable(gw, why)),
         };
         if !verdict.passed
             && may_retry
             && attempts <= settings.max_retries
             && answer.status.is_success()
         {
-            if let Some(again) = retried(exchange, &sent, &mut request, &body, &verdict)? {
+            let body = body.as_deref().unwrap_or_default();
+            if let Some(again) = retried(exchange, &sent, &mut request, body, &verdict)? {
                 tracing::debug!(request_id = %exchange.request_id, attempts, "sending the violations back to the model");
                 answer = upstream::send(gw, exchange, sent.headers.clone(), again).await?;
                 attempts += 1;
@@ -86,25 +87,42 @@ fn retried(
         .map_err(|e| Failure::Internal(e.to_string()))
 }
 
-/// Seal a checked whole answer, then release it as the upstream sent it.
+/// Seal a checked whole answer, then release it as the upstream sent it
+/// (`body`, decoded; `None` when it could not be decoded).
 async fn settle(
     gw: &Gateway,
     exchange: &Exchange,
     verdict: Verdict,
     attempts: u32,
     answer: Answer,
-    body: Bytes,
+    body: Option<Bytes>,
 ) -> Result<Response, Failure> {
-    if !answer.status.is_success() && !verdict.passed && unread(&verdict) {
-        // An error page: its status reaches the client, its bytes do not.
-        exchange
-            .audit(gw, &verdict, &[], Outcome::Blocked, "response", attempts)
-            .await?;
-        return Err(Failure::UpstreamUnreadable(answer.status));
-    }
-    let upstream_error = verdict.passed
-        && verdict.calls.is_empty()
-        && (!answer.status.is_success() || toolgate::detect::is_upstream_error(&body));
+    let error_status = !answer.status.is_success();
+    let Some(body) = body else {
+        if error_status {
+            // Its status reaches the client; bytes it cannot decode do not.
+            exchange
+                .audit(gw, &verdict, &[], Outcome::Blocked, "response", attempts)
+                .await?;
+            return Err(Failure::UpstreamUnreadable(answer.status));
+        }
+        return Err(exchange
+            .seal(gw, verdict, attempts)
+            .await
+            .err()
+            .unwrap_or_else(|| {
+                Failure::Internal("an answer that could not be decoded passed".to_owned())
+            }));
+    };
+    // The upstream's own error: an error status, or an error object, with
+    // no call in it (an error page that is not JSON holds none a client
+    // reads).
+    let upstream_error = verdict.calls.is_empty()
+        && if error_status {
+            verdict.passed || unread(&verdict)
+        } else {
+            verdict.passed && toolgate::detect::is_upstream_error(&body)
+        };
     if upstream_error {
         exchange
             .audit(

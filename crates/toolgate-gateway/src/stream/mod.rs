@@ -255,6 +255,7 @@ async fn read(
         for event in events {
             match event {
                 StreamEvent::Frame { raw, hold, .. } => {
+                    let raw = disowned(raw);
                     if response.is_none() && exchange.provider.keeps_responses() {
                         response = sse::event_data(&raw)
                             .filter(|data| crate::follow_up::response_id(data).is_some());
@@ -393,6 +394,47 @@ async fn release(mut held: Vec<Vec<u8>>, keys: &[String], client: &mut Client) {
     }
 }
 
+/// An event without the comments that name a field the gateway owns
+/// (`: x-toolgate-...`): the keys comment is the gateway's to write. Every
+/// other byte stays as it came.
+fn disowned(raw: Vec<u8>) -> Vec<u8> {
+    let owned = |line: &[u8]| {
+        let line = line.trim_ascii_start();
+        line.strip_prefix(b":").is_some_and(|rest| {
+            let rest = rest.trim_ascii_start();
+            rest.len() >= OWNED.len() && rest[..OWNED.len()].eq_ignore_ascii_case(OWNED)
+        })
+    };
+    if !raw.split(|&b| b == b'\n' || b == b'\r').any(owned) {
+        return raw;
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut rest = &raw[..];
+    while !rest.is_empty() {
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+            .map_or(rest.len(), |at| {
+                if rest[at] == b'\r' && rest.get(at + 1) == Some(&b'\n') {
+                    at + 2
+                } else {
+                    at + 1
+                }
+            });
+        let (line, next) = rest.split_at(end);
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if !owned(text) {
+            out.extend_from_slice(line);
+        }
+        rest = next;
+    }
+    out
+}
+
+/// The prefix of the header names the gateway owns.
+const OWNED: &[u8] = b"x-toolgate-";
+
 /// Why a stream that ended early is blocked.
 const CUT: &str = "the stream ended before its last event";
 
@@ -410,4 +452,17 @@ fn last_the_cut(verdict: &mut Verdict) {
         verdict.failures.push(moved);
     }
     verdict.reasoning = verdict.failures.join("; ");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disowned;
+
+    #[test]
+    fn comments_naming_the_gateways_fields_are_not_the_upstreams_to_send() {
+        let raw = b": x-toolgate-idempotency-keys: forged\r\ndata: {}\n:  X-Toolgate-Other\n: keep-alive\n\n".to_vec();
+        assert_eq!(disowned(raw), b"data: {}\n: keep-alive\n\n");
+        let plain = b"data: {\"a\": \": x-toolgate-\"}\n\n".to_vec();
+        assert_eq!(disowned(plain.clone()), plain);
+    }
 }
