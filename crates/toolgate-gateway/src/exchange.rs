@@ -12,7 +12,7 @@ use toolgate::{
     Violation, ViolationCode,
 };
 
-use crate::audit::{AuditHead, AuditRecord};
+use crate::audit::{now_ms, AuditRecord};
 use crate::error::Failure;
 use crate::limits::Tally;
 use crate::providers::Provider;
@@ -151,8 +151,9 @@ impl Exchange {
         stage: &'static str,
         attempts: u32,
     ) -> Result<(), Failure> {
-        let head = AuditHead {
+        let record = AuditRecord {
             request_id: self.request_id.clone(),
+            time_ms: now_ms(),
             route: self.route(),
             caller: self.caller.as_ref().map(|c| c.id.clone()),
             policy_hash: gw.policy_hash.clone(),
@@ -161,11 +162,32 @@ impl Exchange {
             outcome: outcome.label(),
             stage,
             attempts,
+            calls: Vec::new(),
+            violations: Vec::new(),
         };
         gw.audit
-            .commit(AuditRecord::from_verdict(head, verdict, keys))
+            .commit(record.with_verdict(verdict, keys))
             .await
             .map_err(Failure::AuditUnavailable)
+    }
+
+    /// Commit the record of a failing verdict (of the request or of an
+    /// answer): the request's failure, `Blocked` unless the record cannot
+    /// be written.
+    pub(crate) async fn block(
+        &self,
+        gw: &Gateway,
+        verdict: Verdict,
+        stage: &'static str,
+        attempts: u32,
+    ) -> Failure {
+        match self
+            .audit(gw, &verdict, &[], Outcome::Blocked, stage, attempts)
+            .await
+        {
+            Ok(()) => Failure::Blocked(Box::new(verdict)),
+            Err(failure) => failure,
+        }
     }
 
     /// Commit the record of a checked answer. A passing verdict comes back
@@ -178,9 +200,7 @@ impl Exchange {
         attempts: u32,
     ) -> Result<(Verdict, Vec<String>), Failure> {
         if !verdict.passed {
-            self.audit(gw, &verdict, &[], Outcome::Blocked, "response", attempts)
-                .await?;
-            return Err(Failure::Blocked(Box::new(verdict)));
+            return Err(self.block(gw, verdict, "response", attempts).await);
         }
         let keys: Vec<String> = verdict
             .calls

@@ -64,7 +64,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use toolgate::Policy;
 
-pub use self::audit::{Audit, AuditHead, AuditRecord, AuditStore};
+pub use self::audit::{Audit, AuditRecord, AuditStore};
 pub use self::config::{Config, ConfigError, UPSTREAM_ENV, UPSTREAM_KEY_ENV};
 pub use self::error::Failure;
 use self::limits::Counters;

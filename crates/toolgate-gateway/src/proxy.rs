@@ -8,7 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use crate::error::Failure;
-use crate::exchange::{Exchange, Outcome};
+use crate::exchange::Exchange;
 use crate::providers::Provider;
 use crate::request::{self, Envelope};
 use crate::whole::Sent;
@@ -55,12 +55,7 @@ async fn run(
     let caller = exchange.caller.as_ref();
     match request::check(gw, &body, caller, earlier.as_ref()) {
         Ok(declared) => exchange.declared = declared,
-        Err(verdict) => {
-            exchange
-                .audit(gw, &verdict, &[], Outcome::Blocked, "request", 0)
-                .await?;
-            return Err(Failure::Blocked(verdict));
-        }
+        Err(verdict) => return Err(exchange.block(gw, *verdict, "request", 0).await),
     }
     let sent = Sent {
         headers: upstream::request_headers(gw, exchange, headers, identity.key_is_ours),

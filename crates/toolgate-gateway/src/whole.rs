@@ -24,6 +24,27 @@ pub(crate) struct Sent {
     pub(crate) body: Bytes,
 }
 
+impl Sent {
+    /// The body to send again: the request as it now stands (`request`,
+    /// read from the body sent first, then extended by each retry), once
+    /// `extend` has added the blocked turn and the model's errors; `None`
+    /// when the turn cannot be sent back (then it is blocked).
+    pub(crate) fn again(
+        &self,
+        request: &mut Option<Value>,
+        extend: impl FnOnce(&mut Value) -> bool,
+    ) -> Option<Bytes> {
+        if request.is_none() {
+            *request = serde_json::from_slice(&self.body).ok();
+        }
+        let request = request.as_mut()?;
+        if !extend(request) {
+            return None;
+        }
+        serde_json::to_vec(request).ok().map(Bytes::from)
+    }
+}
+
 /// Check `answer` (and the answers to its retries), then release or block.
 pub(crate) async fn run(
     gw: &Gateway,
@@ -52,8 +73,13 @@ pub(crate) async fn run(
             && attempts <= settings.max_retries
             && answer.status.is_success()
         {
-            let body = body.as_deref().unwrap_or_default();
-            if let Some(again) = retried(exchange, &sent, &mut request, body, &verdict)? {
+            let answered = body.as_deref().and_then(|b| serde_json::from_slice(b).ok());
+            let again = answered.and_then(|answered: Value| {
+                sent.again(&mut request, |request| {
+                    exchange.provider.retry(request, &answered, &verdict)
+                })
+            });
+            if let Some(again) = again {
                 tracing::debug!(request_id = %exchange.request_id, attempts, "sending the violations back to the model");
                 answer = upstream::send(gw, exchange, sent.headers.clone(), again).await?;
                 attempts += 1;
@@ -62,29 +88,6 @@ pub(crate) async fn run(
         }
         return settle(gw, exchange, verdict, attempts, answer, body).await;
     }
-}
-
-/// The request extended with the blocked turn and the model's errors;
-/// `None` when the turn cannot be sent back (then it is blocked).
-fn retried(
-    exchange: &Exchange,
-    sent: &Sent,
-    request: &mut Option<Value>,
-    answer: &[u8],
-    verdict: &Verdict,
-) -> Result<Option<Bytes>, Failure> {
-    if request.is_none() {
-        *request = serde_json::from_slice(&sent.body).ok();
-    }
-    let (Some(request), Ok(answered)) = (request.as_mut(), serde_json::from_slice(answer)) else {
-        return Ok(None);
-    };
-    if !exchange.provider.retry(request, &answered, verdict) {
-        return Ok(None);
-    }
-    serde_json::to_vec(request)
-        .map(|body| Some(Bytes::from(body)))
-        .map_err(|e| Failure::Internal(e.to_string()))
 }
 
 /// Seal a checked whole answer, then release it as the upstream sent it
@@ -99,20 +102,12 @@ async fn settle(
 ) -> Result<Response, Failure> {
     let error_status = !answer.status.is_success();
     let Some(body) = body else {
-        if error_status {
+        let failure = exchange.block(gw, verdict, "response", attempts).await;
+        return Err(match failure {
             // Its status reaches the client; bytes it cannot decode do not.
-            exchange
-                .audit(gw, &verdict, &[], Outcome::Blocked, "response", attempts)
-                .await?;
-            return Err(Failure::UpstreamUnreadable(answer.status));
-        }
-        return Err(exchange
-            .seal(gw, verdict, attempts)
-            .await
-            .err()
-            .unwrap_or_else(|| {
-                Failure::Internal("an answer that could not be decoded passed".to_owned())
-            }));
+            Failure::Blocked(_) if error_status => Failure::UpstreamUnreadable(answer.status),
+            other => other,
+        });
     };
     // The upstream's own error: an error status, or an error object, with
     // no call in it (an error page that is not JSON holds none a client

@@ -87,27 +87,14 @@ pub struct AuditViolation {
     pub message: String,
 }
 
-/// What a record says besides its verdict.
-#[derive(Debug, Clone)]
-pub struct AuditHead {
-    pub request_id: String,
-    pub route: &'static str,
-    pub caller: Option<String>,
-    pub policy_hash: String,
-    pub model: Option<String>,
-    pub stream: bool,
-    pub outcome: &'static str,
-    pub stage: &'static str,
-    pub attempts: u32,
-}
-
 impl AuditRecord {
-    /// The record of `verdict`: each call as checked (a released call with
-    /// its idempotency key from `keys`, in call order) and each violation.
+    /// This record with the calls and violations of `verdict`: each call
+    /// as checked, a released one with its idempotency key from `keys`
+    /// (in call order).
     #[must_use]
-    pub fn from_verdict(head: AuditHead, verdict: &Verdict, keys: &[String]) -> AuditRecord {
-        let released = head.outcome == "released";
-        let calls = verdict
+    pub fn with_verdict(mut self, verdict: &Verdict, keys: &[String]) -> AuditRecord {
+        let released = self.outcome == "released";
+        self.calls = verdict
             .calls
             .iter()
             .enumerate()
@@ -125,7 +112,7 @@ impl AuditRecord {
                 idempotency_key: keys.get(at).filter(|_| released).cloned(),
             })
             .collect();
-        let violations = verdict
+        self.violations = verdict
             .violations
             .iter()
             .map(|v| AuditViolation {
@@ -136,20 +123,7 @@ impl AuditRecord {
                 message: v.message.clone(),
             })
             .collect();
-        AuditRecord {
-            request_id: head.request_id,
-            time_ms: now_ms(),
-            route: head.route,
-            caller: head.caller,
-            policy_hash: head.policy_hash,
-            model: head.model,
-            stream: head.stream,
-            outcome: head.outcome,
-            stage: head.stage,
-            attempts: head.attempts,
-            calls,
-            violations,
-        }
+        self
     }
 
     /// Replace the value of every argument key listed in `keys`, at any

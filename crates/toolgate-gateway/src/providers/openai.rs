@@ -56,11 +56,7 @@ pub(super) fn retry_chat(request: &mut Value, response: &Value, verdict: &Verdic
         let Some(id) = call.get("id").and_then(Value::as_str) else {
             return false;
         };
-        messages.push(json!({
-            "role": "tool",
-            "tool_call_id": id,
-            "content": feedback(verdict, id),
-        }));
+        messages.push(tool_message(verdict, id));
     }
     true
 }
@@ -86,11 +82,7 @@ pub(super) fn retry_responses(request: &mut Value, response: &Value, verdict: &V
         let Some(id) = call.get("call_id").and_then(Value::as_str) else {
             return false;
         };
-        input.push(json!({
-            "type": "function_call_output",
-            "call_id": id,
-            "output": feedback(verdict, id),
-        }));
+        input.push(call_output("function_call_output", id, verdict));
     }
     true
 }
@@ -110,8 +102,7 @@ pub(super) fn retry_chat_calls(request: &mut Value, calls: &[ToolCall], verdict:
         .collect();
     messages.push(json!({"role": "assistant", "content": null, "tool_calls": tool_calls}));
     for id in calls.iter().filter_map(|c| c.id.as_deref()) {
-        messages
-            .push(json!({"role": "tool", "tool_call_id": id, "content": feedback(verdict, id)}));
+        messages.push(tool_message(verdict, id));
     }
     true
 }
@@ -139,9 +130,20 @@ pub(super) fn retry_responses_calls(
         } else {
             "function_call_output"
         };
-        input.push(json!({"type": kind, "call_id": id, "output": feedback(verdict, id)}));
+        input.push(call_output(kind, id, verdict));
     }
     true
+}
+
+/// The `tool` message telling the model why call `id` did not run.
+fn tool_message(verdict: &Verdict, id: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": feedback(verdict, id)})
+}
+
+/// The `*_call_output` item (of type `kind`) telling the model why call
+/// `id` did not run.
+fn call_output(kind: &str, id: &str, verdict: &Verdict) -> Value {
+    json!({"type": kind, "call_id": id, "output": feedback(verdict, id)})
 }
 
 /// A Responses request's `input` as a list (a string input becomes its

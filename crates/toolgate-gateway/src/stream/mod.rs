@@ -189,14 +189,9 @@ async fn again(
     calls: &[ToolCall],
     verdict: &Verdict,
 ) -> Option<Answer> {
-    if request.is_none() {
-        *request = serde_json::from_slice(&sent.body).ok();
-    }
-    let request = request.as_mut()?;
-    if !exchange.provider.retry_calls(request, calls, verdict) {
-        return None;
-    }
-    let body = Bytes::from(serde_json::to_vec(request).ok()?);
+    let body = sent.again(request, |request| {
+        exchange.provider.retry_calls(request, calls, verdict)
+    })?;
     tracing::debug!(request_id = %exchange.request_id, "sending the violations back to the model");
     let answer = upstream::send(gw, exchange, sent.headers.clone(), body)
         .await
