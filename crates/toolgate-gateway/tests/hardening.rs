@@ -12,154 +12,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::{client, gateway, read_stream, Reply, Route, Running, Upstream};
 
-// ---------------------------------------------------------------------------
-// Streams written like each API writes them.
-
-fn sse(event: Option<&str>, data: &Value) -> Vec<u8> {
-    match event {
-        Some(name) => format!("event: {name}\ndata: {data}\n\n").into_bytes(),
-        None => format!("data: {data}\n\n").into_bytes(),
-    }
-}
-
-/// A streamed answer of `route`: `text`, then `call` (`(id, tool,
-/// arguments)`) when there is one.
-fn stream(route: Route, text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
-    match route {
-        Route::Chat => chat_stream(text, call),
-        Route::Responses => responses_stream(text, call),
-        Route::Messages => messages_stream(text, call),
-    }
-}
-
-fn chat_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
-    let chunk = |delta: Value, finish: Value| {
-        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-    };
-    let mut out = vec![
-        sse(
-            None,
-            &chunk(json!({"role": "assistant", "content": ""}), Value::Null),
-        ),
-        sse(None, &chunk(json!({"content": text}), Value::Null)),
-    ];
-    let finish = if let Some((id, name, args)) = call {
-        out.push(sse(
-            None,
-            &chunk(
-                json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
-            "function": {"name": name, "arguments": args.to_string()}}]}),
-                Value::Null,
-            ),
-        ));
-        "tool_calls"
-    } else {
-        "stop"
-    };
-    out.push(sse(None, &chunk(json!({}), json!(finish))));
-    out.push(b"data: [DONE]\n\n".to_vec());
-    out
-}
-
-fn responses_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
-    let mut seq = 0;
-    let mut event = |name: &str, mut data: Value| {
-        data["type"] = json!(name);
-        data["sequence_number"] = json!(seq);
-        seq += 1;
-        sse(Some(name), &data)
-    };
-    let message = json!({"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}]});
-    let mut output = vec![message.clone()];
-    let mut out = vec![
-        event(
-            "response.created",
-            json!({"response": {"id": "resp_1", "object": "response", "status": "in_progress", "output": []}}),
-        ),
-        event(
-            "response.output_item.added",
-            json!({"output_index": 0, "item": {"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}}),
-        ),
-        event(
-            "response.output_text.delta",
-            json!({"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": text}),
-        ),
-        event(
-            "response.output_item.done",
-            json!({"output_index": 0, "item": message}),
-        ),
-    ];
-    if let Some((id, name, args)) = call {
-        let item = json!({"type": "function_call", "id": "fc_1", "call_id": id, "name": name,
-            "arguments": args.to_string(), "status": "completed"});
-        out.push(event(
-            "response.output_item.added",
-            json!({"output_index": 1, "item": {"type": "function_call",
-            "id": "fc_1", "call_id": id, "name": name, "arguments": "", "status": "in_progress"}}),
-        ));
-        out.push(event(
-            "response.function_call_arguments.done",
-            json!({"item_id": "fc_1", "output_index": 1, "arguments": args.to_string()}),
-        ));
-        out.push(event(
-            "response.output_item.done",
-            json!({"output_index": 1, "item": item}),
-        ));
-        output.push(item);
-    }
-    out.push(event("response.completed", json!({"response": {"id": "resp_1", "object": "response", "status": "completed", "output": output}})));
-    out
-}
-
-fn messages_stream(text: &str, call: Option<&(&str, &str, Value)>) -> Vec<Vec<u8>> {
-    let mut out = vec![
-        sse(
-            Some("message_start"),
-            &json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
-            "role": "assistant", "model": "m", "content": [], "stop_reason": null}}),
-        ),
-        sse(
-            Some("content_block_start"),
-            &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ),
-        sse(
-            Some("content_block_delta"),
-            &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
-        ),
-        sse(
-            Some("content_block_stop"),
-            &json!({"type": "content_block_stop", "index": 0}),
-        ),
-    ];
-    let stop = if let Some((id, name, args)) = call {
-        out.push(sse(
-            Some("content_block_start"),
-            &json!({"type": "content_block_start", "index": 1,
-            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        ));
-        out.push(sse(
-            Some("content_block_delta"),
-            &json!({"type": "content_block_delta", "index": 1,
-            "delta": {"type": "input_json_delta", "partial_json": args.to_string()}}),
-        ));
-        out.push(sse(
-            Some("content_block_stop"),
-            &json!({"type": "content_block_stop", "index": 1}),
-        ));
-        "tool_use"
-    } else {
-        "end_turn"
-    };
-    out.push(sse(
-        Some("message_delta"),
-        &json!({"type": "message_delta", "delta": {"stop_reason": stop}}),
-    ));
-    out.push(sse(Some("message_stop"), &json!({"type": "message_stop"})));
-    out
-}
-
 fn streamed(chunks: Vec<Vec<u8>>) -> Reply {
     Reply::Stream {
         chunks,
@@ -191,12 +43,11 @@ async fn a_blocked_stream_is_asked_again_and_the_new_answer_continues_it() {
     for route in Route::ALL {
         let upstream = Upstream::start().await;
         upstream
-            .reply(streamed(stream(
-                route,
+            .reply(streamed(route.events(
                 "Let me look.",
-                Some(&("call_9", "delete_user", json!({"user_id": "u-secret-1"}))),
+                &[("delete_user", r#"{"user_id": "u-secret-1"}"#)],
             )))
-            .reply(streamed(stream(route, "I may not delete users.", None)));
+            .reply(streamed(route.events("I may not delete users.", &[])));
         let gw = gateway(
             "forbidden: [delete_user]\ngateway: {on_violation: retry, max_retries: 1}",
             &upstream,
@@ -256,8 +107,13 @@ async fn a_blocked_stream_is_asked_again_and_the_new_answer_continues_it() {
         let seen = upstream.seen();
         assert_eq!(seen.len(), 2, "{route:?}");
         let again = seen[1].json().to_string();
+        let id = if route == Route::Messages {
+            "toolu_0"
+        } else {
+            "call_0"
+        };
         assert!(
-            again.contains("call_9") && again.contains("toolgate blocked this tool call"),
+            again.contains(id) && again.contains("toolgate blocked this tool call"),
             "{route:?}: {again}"
         );
         let records = gw.audit_records();
@@ -272,10 +128,9 @@ async fn a_stream_still_blocked_after_max_retries_ends_with_one_error() {
     for route in Route::ALL {
         let upstream = Upstream::start().await;
         for _ in 0..3 {
-            upstream.reply(streamed(stream(
-                route,
+            upstream.reply(streamed(route.events(
                 "Trying.",
-                Some(&("call_1", "delete_user", json!({"user_id": "u-secret-2"}))),
+                &[("delete_user", r#"{"user_id": "u-secret-2"}"#)],
             )));
         }
         let gw = gateway(
