@@ -1,5 +1,6 @@
 //! `detect` on arbitrary bytes: never panics, never overflows the stack,
-//! and what it returns is consistent (calls numbered in order, within the
+//! its fast reader agrees with the reference reader, and what it returns
+//! is consistent (calls numbered in order, within the
 //! limits, counted at least as often as kept; nothing read from a payload
 //! in no known shape).
 #![no_main]
@@ -8,6 +9,14 @@ use libfuzzer_sys::fuzz_target;
 use toolgate::{detect_with, Limits};
 
 fuzz_target!(|data: &[u8]| {
+    // The fast reader builds the reference reader's view, or gives up.
+    if let Ok(text) = std::str::from_utf8(data) {
+        for max_depth in [128, 4] {
+            if let Err(why) = toolgate::detect::fast_path_agrees(text, max_depth) {
+                panic!("{why}");
+            }
+        }
+    }
     for limits in [
         Limits::default(),
         Limits {

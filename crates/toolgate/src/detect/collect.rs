@@ -3,11 +3,11 @@
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::detect::args::parse_arguments;
 use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
+use crate::detect::node::Raw;
 use crate::detect::Detection;
 use crate::model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format, Framing, Link,
@@ -21,7 +21,7 @@ pub(crate) enum ArgSource<'a> {
     /// JSON text: an OpenAI `arguments` string, concatenated stream fragments.
     Text(Cow<'a, str>),
     /// An inline JSON value: an object, a string holding JSON text, or null.
-    Inline(&'a RawValue),
+    Inline(Raw<'a>),
     /// No arguments key at all: `{}`.
     Absent,
     /// The freeform input of a custom tool.
@@ -214,7 +214,7 @@ impl<'l> Collector<'l> {
 
     /// Record the tool declarations of a request (a `tools` array). An
     /// entry that is not an object is kept as it is: the check refuses it.
-    pub(crate) fn declare_tools(&mut self, tools: &RawValue) {
+    pub(crate) fn declare_tools(&mut self, tools: Raw<'_>) {
         match serde_json::from_str::<Vec<Value>>(tools.get()) {
             Ok(list) => self.tools.extend(list),
             Err(_) => self.violation(
@@ -376,7 +376,9 @@ impl<'l> Collector<'l> {
             ArgSource::Inline(raw) => {
                 let text = raw.get();
                 match text.as_bytes().first() {
-                    Some(b'"') => match serde_json::from_str::<Cow<'_, str>>(text) {
+                    Some(b'"') => match crate::detect::node::unquote(text)
+                        .map_or_else(|| serde_json::from_str::<Cow<'_, str>>(text), Ok)
+                    {
                         Ok(inner) => (parse_arguments(&inner, self.limits), inner.into_owned()),
                         // A `RawValue` is valid JSON, so this cannot fail;
                         // fail closed all the same.
@@ -397,7 +399,7 @@ impl<'l> Collector<'l> {
         format: Format,
         call_id: Option<&str>,
         name: Option<&str>,
-        content: Option<&RawValue>,
+        content: Option<Raw<'_>>,
         is_error: bool,
     ) {
         self.saw(format);
@@ -411,7 +413,7 @@ impl<'l> Collector<'l> {
         &mut self,
         format: Format,
         name: Option<&str>,
-        content: Option<&RawValue>,
+        content: Option<Raw<'_>>,
     ) {
         self.result(format, None, name, content, false);
         if let Some(last) = self.results.last_mut() {

@@ -11,11 +11,10 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
-use crate::detect::node::{id_text, is, parse, text, Flag, Node, Obj, Result};
+use crate::detect::node::{id_text, is, parse, parse_node, text, Flag, Node, Obj, Raw, Result};
 use crate::detect::positions::{self, Container, Field, Holds, Single, Tag, ARGUMENT_KEYS};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, CallKind, Format};
 use crate::verdict::ViolationCode;
@@ -35,13 +34,18 @@ pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
     if de.end().is_err() {
         return Err(NotOne::Sequence);
     }
-    if let Err(err) = root_node(&root, out) {
+    read_root(&root, out);
+    Ok(())
+}
+
+/// Read a whole document already read into a node.
+pub(crate) fn read_root(root: &Node<'_>, out: &mut Collector<'_>) {
+    if let Err(err) = root_node(root, out) {
         out.violation(
             super::code_of(&err),
             super::json_error_message("the payload", &err),
         );
     }
-    Ok(())
 }
 
 /// Where the calls of a document sit (each call's container keys from the
@@ -57,8 +61,8 @@ pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<
 }
 
 /// Read one whole document given as raw JSON (a payload inside a stream).
-pub(crate) fn value(raw: &RawValue, out: &mut Collector<'_>) -> Result<()> {
-    let root: Node<'_> = parse(raw)?;
+pub(crate) fn value(raw: Raw<'_>, out: &mut Collector<'_>) -> Result<()> {
+    let root: Node<'_> = parse_node(raw)?;
     root_node(&root, out)
 }
 
@@ -225,7 +229,7 @@ fn walk(
         out.enter(container.key);
         let read = match field {
             Field::Raw(kwargs) if container.key == "kwargs" => match constructor_role(o) {
-                Some(role) => match parse::<Node<'_>>(kwargs)? {
+                Some(role) => match parse_node(kwargs)? {
                     Node::Object(kwargs) => object_as(&kwargs, Slot::Inner, Some(role), out),
                     _ => read_container(container, field, out),
                 },
@@ -264,7 +268,7 @@ fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) 
     let node = match field {
         Field::Node(node) => node,
         Field::Raw(raw) => {
-            parsed = parse::<Node<'_>>(raw)?;
+            parsed = parse_node(raw)?;
             &parsed
         }
     };
@@ -506,7 +510,7 @@ fn typed<'a>(
 fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Result<bool> {
     let holds_parts = match o.content {
         Some(content) if content.get().starts_with('[') && o.tool_call_id.is_none() => {
-            match parse::<Node<'_>>(content)? {
+            match parse_node(content)? {
                 Node::List(items) => items.iter().any(|item| {
                     matches!(item, Node::Object(part)
                         if matches!(part.kind.as_deref().and_then(positions::tag),
@@ -548,7 +552,7 @@ fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>
         let node = match field {
             Field::Node(node) => node,
             Field::Raw(raw) => {
-                parsed = parse::<Node<'a>>(raw)?;
+                parsed = parse_node(raw)?;
                 &parsed
             }
         };
@@ -571,7 +575,7 @@ fn forces_a_function(field: Field<'_, '_>) -> bool {
     let Field::Raw(raw) = field else {
         return false;
     };
-    match parse::<Node<'_>>(raw) {
+    match parse_node(raw) {
         Ok(Node::Text) => true,
         Ok(Node::Object(f)) => argument_keys(&f).next().is_none(),
         _ => false,
@@ -703,7 +707,7 @@ fn named<'a>(
 }
 
 /// The argument keys the object holds, named as in [`ARGUMENT_KEYS`].
-fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, &'a RawValue)> {
+fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>)> {
     ARGUMENT_KEYS
         .into_iter()
         .zip([o.arguments, o.params, o.parameters, o.args, o.input])

@@ -5,11 +5,10 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::detect::collect::{ArgSource, Collector};
 use crate::detect::document::{object, Slot};
-use crate::detect::node::{id_text, is, parse, Node, Obj, Result};
+use crate::detect::node::{id_text, is, parse, parse_node, Node, Obj, Raw, Result};
 use crate::model::{CallKind, Format};
 use crate::verdict::ViolationCode;
 
@@ -18,7 +17,7 @@ struct CallParams<'a> {
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
+    arguments: Option<Raw<'a>>,
 }
 
 /// One JSON-RPC message.
@@ -51,14 +50,14 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     if let Some(params) = o.params.filter(|p| p.get().starts_with('{')) {
         // Another request (a sampling request's messages): read as any
         // object.
-        if let Node::Object(p) = parse::<Node<'_>>(params)? {
+        if let Node::Object(p) = parse_node(params)? {
             object(&p, Slot::Inner, out)?;
         }
     }
     let Some(result) = o.result.filter(|r| r.get().starts_with('{')) else {
         return Ok(());
     };
-    let Node::Object(r) = parse::<Node<'_>>(result)? else {
+    let Node::Object(r) = parse_node(result)? else {
         return Ok(());
     };
     if r.role.is_none() && (r.content.is_some() || r.isError.is_some()) {

@@ -10,6 +10,7 @@
 pub mod args;
 mod collect;
 mod document;
+mod fast;
 pub mod limits;
 mod mcp;
 mod node;
@@ -21,6 +22,8 @@ use serde::Serialize;
 
 pub use self::args::{parse_arguments, parse_object};
 use self::collect::Collector;
+#[doc(hidden)]
+pub use self::fast::agrees as fast_path_agrees;
 pub use self::limits::Limits;
 pub use self::stream::{Assembler, StreamEvent};
 use crate::model::{Format, Framing, ToolCall, ToolResult};
@@ -100,6 +103,14 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
     // A byte order mark marks the file's encoding, not its content.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let body = text.trim_start();
+    // The fast path, for a document within the depth bound; anything else
+    // is read again the reference way.
+    if body.starts_with(['{', '[']) {
+        if let Some(root) = fast::document(body, limits.max_depth.min(limits::HARD_MAX_DEPTH)) {
+            document::read_root(&root, &mut out);
+            return whole_document(body, out, limits);
+        }
+    }
     // An event stream is bounded event by event, by the assembler.
     if body.starts_with(['{', '[']) || !sse::looks_like_sse(body) {
         if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
@@ -113,23 +124,7 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
             out.finish(Framing::Json)
         }
         Some(b'{' | b'[') => match document::read(body, &mut out) {
-            Ok(()) if out.holds_nothing() && (out.format().is_none() || body.starts_with('[')) => {
-                // One stream event on its own (a single line of a Bedrock
-                // ConverseStream, one Anthropic event) is a stream of one;
-                // an array of events, a stream of them. Read that way when
-                // read as a document it holds nothing.
-                let events = match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(body) {
-                    Ok(list) => list.iter().map(|e| e.get()).collect::<Vec<_>>().join("\n"),
-                    Err(_) => body.to_owned(),
-                };
-                let one = stream::read_whole(events.as_bytes(), Framing::JsonSequence, limits);
-                let found = !one.calls.is_empty() || !one.results.is_empty();
-                if found || (one.format.is_some() && out.format().is_none()) {
-                    return one;
-                }
-                out.finish(Framing::Json)
-            }
-            Ok(()) => out.finish(Framing::Json),
+            Ok(()) => whole_document(body, out, limits),
             Err(document::NotOne::Sequence) => {
                 stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits)
             }
@@ -152,6 +147,26 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
             out.finish(Framing::Json)
         }
     }
+}
+
+/// What a body read as one whole document holds. One stream event on its
+/// own (a single line of a Bedrock ConverseStream, one Anthropic event) is
+/// a stream of one; an array of events, a stream of them: read that way
+/// when read as a document it holds nothing.
+fn whole_document(body: &str, out: Collector<'_>, limits: &Limits) -> Detection {
+    if !(out.holds_nothing() && (out.format().is_none() || body.starts_with('['))) {
+        return out.finish(Framing::Json);
+    }
+    let events = match serde_json::from_str::<Vec<&serde_json::value::RawValue>>(body) {
+        Ok(list) => list.iter().map(|e| e.get()).collect::<Vec<_>>().join("\n"),
+        Err(_) => body.to_owned(),
+    };
+    let one = stream::read_whole(events.as_bytes(), Framing::JsonSequence, limits);
+    let found = !one.calls.is_empty() || !one.results.is_empty();
+    if found || (one.format.is_some() && out.format().is_none()) {
+        return one;
+    }
+    out.finish(Framing::Json)
 }
 
 /// Whether a whole JSON body is a provider's error carrying no call: an

@@ -80,7 +80,7 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow, rename = "type")]
     pub(crate) kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
-    pub(crate) id: Option<&'a RawValue>,
+    pub(crate) id: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) name: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -103,74 +103,74 @@ pub(crate) struct Obj<'a> {
     #[serde(borrow)]
     pub(crate) message: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) delta: Option<&'a RawValue>,
+    pub(crate) delta: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) parts: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) steps: Option<&'a RawValue>,
+    pub(crate) steps: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) kwargs: Option<&'a RawValue>,
+    pub(crate) kwargs: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) additional_kwargs: Option<&'a RawValue>,
+    pub(crate) additional_kwargs: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) tool_calls: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) invalid_tool_calls: Option<&'a RawValue>,
+    pub(crate) invalid_tool_calls: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) tool_call_chunks: Option<&'a RawValue>,
+    pub(crate) tool_call_chunks: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) toolCalls: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) toolInvocations: Option<&'a RawValue>,
+    pub(crate) toolInvocations: Option<Raw<'a>>,
 
     // One call or one result each.
     #[serde(borrow)]
     pub(crate) function: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) function_call: Option<&'a RawValue>,
+    pub(crate) function_call: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) functionCall: Option<Node<'a>>,
     #[serde(borrow)]
-    pub(crate) toolUse: Option<&'a RawValue>,
+    pub(crate) toolUse: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) custom: Option<&'a RawValue>,
+    pub(crate) custom: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) toolInvocation: Option<&'a RawValue>,
+    pub(crate) toolInvocation: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) functionResponse: Option<&'a RawValue>,
+    pub(crate) functionResponse: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) function_response: Option<&'a RawValue>,
+    pub(crate) function_response: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) toolResult: Option<&'a RawValue>,
+    pub(crate) toolResult: Option<Raw<'a>>,
 
     // Raw until read: containers that may also be arguments or result
     // content, arguments, and result content.
     #[serde(borrow)]
-    pub(crate) content: Option<&'a RawValue>,
+    pub(crate) content: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) output: Option<&'a RawValue>,
+    pub(crate) output: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) input: Option<&'a RawValue>,
+    pub(crate) input: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) response: Option<&'a RawValue>,
+    pub(crate) response: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) result: Option<&'a RawValue>,
+    pub(crate) result: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) data: Option<&'a RawValue>,
+    pub(crate) data: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) arguments: Option<&'a RawValue>,
+    pub(crate) arguments: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) params: Option<&'a RawValue>,
+    pub(crate) params: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) parameters: Option<&'a RawValue>,
+    pub(crate) parameters: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) args: Option<&'a RawValue>,
+    pub(crate) args: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) action: Option<&'a RawValue>,
+    pub(crate) action: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) error: Option<&'a RawValue>,
+    pub(crate) error: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) errorText: Option<&'a RawValue>,
+    pub(crate) errorText: Option<Raw<'a>>,
 
     // Ids and status.
     #[serde(borrow)]
@@ -186,24 +186,24 @@ pub(crate) struct Obj<'a> {
     /// The `id` of the `mcp_approval_request` an `mcp_approval_response`
     /// answers (raw: an `Obj` stays under a kibibyte).
     #[serde(borrow)]
-    pub(crate) approval_request_id: Option<&'a RawValue>,
+    pub(crate) approval_request_id: Option<Raw<'a>>,
     /// An `mcp_approval_response`'s decision.
     pub(crate) approve: Option<Flag>,
     pub(crate) is_error: Option<bool>,
     pub(crate) isError: Option<bool>,
     #[serde(borrow)]
-    pub(crate) status: Option<&'a RawValue>,
+    pub(crate) status: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) state: Option<&'a RawValue>,
+    pub(crate) state: Option<Raw<'a>>,
     pub(crate) partialArgs: Option<Seen>,
     pub(crate) willContinue: Option<bool>,
 
     // Requests and JSON-RPC.
     pub(crate) jsonrpc: Option<Seen>,
     #[serde(borrow)]
-    pub(crate) method: Option<&'a RawValue>,
+    pub(crate) method: Option<Raw<'a>>,
     #[serde(borrow)]
-    pub(crate) tools: Option<&'a RawValue>,
+    pub(crate) tools: Option<Raw<'a>>,
     pub(crate) model: Option<Seen>,
     pub(crate) system: Option<Seen>,
     pub(crate) inputSchema: Option<Seen>,
@@ -267,6 +267,40 @@ impl<'de: 'a, 'a> Visitor<'de> for NodeVisitor<'a> {
     }
     fn visit_none<E>(self) -> Result<Node<'a>, E> {
         Ok(Node::Null)
+    }
+}
+
+/// A JSON value kept as its text: valid JSON, read when a reader asks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    /// The value's JSON text.
+    pub(crate) fn get(self) -> &'a str {
+        self.0
+    }
+
+    /// Text the fast reader checked to be one JSON value.
+    pub(crate) fn checked(text: &'a str) -> Raw<'a> {
+        Raw(text)
+    }
+}
+
+impl<'a> From<&'a RawValue> for Raw<'a> {
+    fn from(raw: &'a RawValue) -> Raw<'a> {
+        Raw(raw.get())
+    }
+}
+
+impl std::fmt::Debug for Raw<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(de).map(Raw::from)
     }
 }
 
@@ -388,34 +422,119 @@ impl<'de> Deserialize<'de> for IsList {
 pub(crate) type Result<T, E = serde_json::Error> = std::result::Result<T, E>;
 
 /// Parse a raw value into a typed, borrowed view.
-pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Result<T> {
+pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: Raw<'a>) -> Result<T> {
     serde_json::from_str(raw.get())
 }
 
+/// Parse a raw value into a node: the fast path, else the reference.
+pub(crate) fn parse_node(raw: Raw<'_>) -> Result<Node<'_>> {
+    match crate::detect::fast::document(raw.get(), crate::detect::limits::HARD_MAX_DEPTH) {
+        Some(node) => Ok(node),
+        None => parse(raw),
+    }
+}
+
+/// The text of a JSON string literal (`"..."`, valid JSON), escapes
+/// decoded; `None` when it is not one, or holds a surrogate escape that
+/// pairs with none (which serde's reader refuses for text).
+pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut rest = inner;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = rest.as_bytes().get(at + 1)?;
+        rest = &rest[at + 2..];
+        out.push(match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex_unit(rest)?;
+                rest = &rest[4..];
+                match unit {
+                    0xD800..=0xDBFF => {
+                        let low = rest.strip_prefix("\\u").and_then(hex_unit)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        rest = &rest[6..];
+                        char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
+                    }
+                    _ => char::from_u32(unit)?,
+                }
+            }
+            _ => return None,
+        });
+    }
+    out.push_str(rest);
+    Some(Cow::Owned(out))
+}
+
+/// The four hex digits at the start of `text`, as a number.
+fn hex_unit(text: &str) -> Option<u32> {
+    let digits = text.get(..4)?;
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
 /// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
-pub(crate) fn id_text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+pub(crate) fn id_text(raw: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
     let raw = raw?;
     let text = raw.get();
     match text.as_bytes().first()? {
-        b'"' => serde_json::from_str::<Cow<'_, str>>(text).ok(),
+        b'"' => unquote(text),
         b'-' | b'0'..=b'9' => Some(Cow::Borrowed(text)),
         _ => None,
     }
 }
 
 /// A raw value that is a JSON string, as its text.
-pub(crate) fn text(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+pub(crate) fn text(raw: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
     raw.filter(|r| r.get().starts_with('"'))
-        .and_then(|r| serde_json::from_str(r.get()).ok())
+        .and_then(|r| unquote(r.get()))
 }
 
 /// Whether a raw value is the JSON string `want` (escapes decoded).
-pub(crate) fn is(raw: Option<&RawValue>, want: &str) -> bool {
+pub(crate) fn is(raw: Option<Raw<'_>>, want: &str) -> bool {
     text(raw).is_some_and(|t| t == want)
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unquote_decodes_as_serde_does() {
+        let literals = [
+            r#""plain""#,
+            r#""a\"b\\c\/d\b\f\n\r\t""#,
+            r#""\u00e9\u4e2d\ud83d\ude00 end""#,
+            r#""\ud83d""#,
+            r#""\ude00""#,
+            r#""\ud83d\u0041""#,
+            r#""\ud83dx""#,
+            r#""{\"a\":[1,\"\\u0041\"]}""#,
+            r#""""#,
+        ];
+        for literal in literals {
+            let serde = serde_json::from_str::<String>(literal).ok();
+            assert_eq!(
+                super::unquote(literal).map(std::borrow::Cow::into_owned),
+                serde,
+                "{literal}"
+            );
+        }
+    }
+
     /// An `Obj` is allocated per object of a payload: small enough for the
     /// allocators' fast size classes (glibc serves chunks under 1 KiB from
     /// its small bins).

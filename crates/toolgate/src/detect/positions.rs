@@ -47,7 +47,7 @@ pub(crate) enum Holds {
 #[derive(Clone, Copy)]
 pub(crate) enum Field<'o, 'a> {
     Node(&'o Node<'a>),
-    Raw(&'a serde_json::value::RawValue),
+    Raw(crate::detect::node::Raw<'a>),
 }
 
 /// One container row.

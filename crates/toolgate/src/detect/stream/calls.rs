@@ -586,7 +586,7 @@ impl Slot {
             return self.text_source();
         }
         match &self.inline {
-            Some(inline) => ArgSource::Inline(inline),
+            Some(inline) => ArgSource::Inline(inline.as_ref().into()),
             None if self.settled => self.text_source(),
             None => ArgSource::Absent,
         }

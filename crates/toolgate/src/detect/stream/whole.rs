@@ -28,7 +28,7 @@ fn read(
         ..*limits
     };
     let mut out = Collector::new(&scratch);
-    document::value(raw, &mut out)?;
+    document::value(raw.into(), &mut out)?;
     let mut found = out.finish(Framing::Json);
     let limit = too_many_calls(&scratch);
     let before = found.violations.len();

@@ -1,0 +1,759 @@
+//! The fast path of [`node`](super::node): one pass over a document's
+//! bytes into the same [`Node`]s and [`Obj`]s that serde builds, for the
+//! documents real traffic sends.
+//!
+//! It builds a view only where the serde reader would build the very same
+//! one: anything it does not take on (a syntax error, an escaped key, a
+//! key given twice, a lone surrogate, a number with an exponent, nesting
+//! past a bound, a value of a type a field does not take) makes it give up
+//! and return `None`, and the caller reads the document again the reference
+//! way, which says exactly what is wrong. So it is never more lenient than
+//! the reference, only faster: `tests` and the `detect` fuzz target hold
+//! both readers to the same views.
+
+use std::borrow::Cow;
+
+use crate::detect::limits::MAX_ENVELOPE_DEPTH;
+use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
+
+/// Read `text`, one whole JSON document and nothing after it, whose
+/// nesting (every array and object, read or skipped) stays within
+/// `max_depth`; `None` when the reference reader must decide.
+pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
+    let mut scan = Scan {
+        text,
+        bytes: text.as_bytes(),
+        at: 0,
+        depth: 0,
+        max_depth,
+        envelope: 0,
+    };
+    let node = scan.node()?;
+    scan.space();
+    (scan.at == scan.bytes.len()).then_some(node)
+}
+
+struct Scan<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+    /// Arrays and objects open here, read or skipped.
+    depth: usize,
+    max_depth: usize,
+    /// Arrays and objects read as nodes open here.
+    envelope: usize,
+}
+
+/// How a known key's value is read: the type of its field in [`Obj`].
+#[derive(Clone, Copy)]
+enum Take {
+    Text,
+    Raw,
+    Node,
+    Seen,
+    Flag,
+    Bool,
+    IsList,
+}
+
+/// The key table: `field: "key" => Take` for each field of [`Obj`]. Makes
+/// `Field`, `field` (a key's field), `TAKES` and `store`.
+macro_rules! keys {
+    ($($field:ident: $key:literal => $take:ident,)*) => {
+        /// A field of [`Obj`], numbered in the table's order.
+        #[derive(Debug, Clone, Copy)]
+        #[allow(non_camel_case_types)] // the fields' own names
+        enum Field {
+            $($field,)*
+        }
+
+        fn field(key: &str) -> Option<Field> {
+            match key {
+                $($key => Some(Field::$field),)*
+                _ => None,
+            }
+        }
+
+        /// How each field's value is read, by field number.
+        const TAKES: &[Take] = &[$(Take::$take),*];
+
+        /// Store a field's value in its place.
+        fn store<'a>(obj: &mut Obj<'a>, field: Field, value: Value<'a>) -> Option<()> {
+            match field {
+                $(Field::$field => put(&mut obj.$field, value),)*
+            }
+        }
+    };
+}
+
+// Each key [`Obj`] reads: its field, and how its value is read (the
+// field's type).
+keys! {
+    kind: "type" => Text,
+    id: "id" => Raw,
+    name: "name" => Text,
+    toolName: "toolName" => Text,
+    role: "role" => Text,
+    object: "object" => IsList,
+    messages: "messages" => Node,
+    contents: "contents" => Node,
+    choices: "choices" => Node,
+    candidates: "candidates" => Node,
+    message: "message" => Node,
+    delta: "delta" => Raw,
+    parts: "parts" => Node,
+    steps: "steps" => Raw,
+    kwargs: "kwargs" => Raw,
+    additional_kwargs: "additional_kwargs" => Raw,
+    tool_calls: "tool_calls" => Node,
+    invalid_tool_calls: "invalid_tool_calls" => Raw,
+    tool_call_chunks: "tool_call_chunks" => Raw,
+    toolCalls: "toolCalls" => Node,
+    toolInvocations: "toolInvocations" => Raw,
+    function: "function" => Node,
+    function_call: "function_call" => Raw,
+    functionCall: "functionCall" => Node,
+    toolUse: "toolUse" => Raw,
+    custom: "custom" => Raw,
+    toolInvocation: "toolInvocation" => Raw,
+    functionResponse: "functionResponse" => Raw,
+    function_response: "function_response" => Raw,
+    toolResult: "toolResult" => Raw,
+    content: "content" => Raw,
+    output: "output" => Raw,
+    input: "input" => Raw,
+    response: "response" => Raw,
+    result: "result" => Raw,
+    data: "data" => Raw,
+    arguments: "arguments" => Raw,
+    params: "params" => Raw,
+    parameters: "parameters" => Raw,
+    args: "args" => Raw,
+    action: "action" => Raw,
+    error: "error" => Raw,
+    errorText: "errorText" => Raw,
+    call_id: "call_id" => Text,
+    tool_call_id: "tool_call_id" => Text,
+    tool_use_id: "tool_use_id" => Text,
+    toolCallId: "toolCallId" => Text,
+    toolUseId: "toolUseId" => Text,
+    approval_request_id: "approval_request_id" => Raw,
+    approve: "approve" => Flag,
+    is_error: "is_error" => Bool,
+    isError: "isError" => Bool,
+    status: "status" => Raw,
+    state: "state" => Raw,
+    partialArgs: "partialArgs" => Seen,
+    willContinue: "willContinue" => Bool,
+    jsonrpc: "jsonrpc" => Seen,
+    method: "method" => Raw,
+    tools: "tools" => Raw,
+    model: "model" => Seen,
+    system: "system" => Seen,
+    inputSchema: "inputSchema" => Seen,
+    input_schema: "input_schema" => Seen,
+    previous_response_id: "previous_response_id" => Seen,
+    conversation: "conversation" => Seen,
+}
+
+/// A field's value as read, before it is stored.
+enum Value<'a> {
+    Null,
+    Text(Cow<'a, str>),
+    Raw(Raw<'a>),
+    Node(Node<'a>),
+    Seen,
+    Flag(Flag),
+    Bool(bool),
+    IsList(bool),
+}
+
+impl<'a> Scan<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    fn space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        self.space();
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn open(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= self.max_depth).then_some(())
+    }
+
+    /// Any value as a node.
+    fn node(&mut self) -> Option<Node<'a>> {
+        self.space();
+        match self.peek()? {
+            b'{' => {
+                self.enter()?;
+                let obj = self.object()?;
+                self.envelope -= 1;
+                Some(Node::Object(obj))
+            }
+            b'[' => {
+                self.enter()?;
+                let list = self.list()?;
+                self.envelope -= 1;
+                Some(Node::List(list))
+            }
+            b'"' => {
+                self.string()?;
+                Some(Node::Text)
+            }
+            b'n' => self.literal("null").map(|()| Node::Null),
+            b't' => self.literal("true").map(|()| Node::Scalar),
+            b'f' => self.literal("false").map(|()| Node::Scalar),
+            _ => self.scalar_number().map(|()| Node::Scalar),
+        }
+    }
+
+    /// A number the reference reads as a number (a float past 64 bits,
+    /// refused when out of range): one that may be out of range (an
+    /// exponent, a long integral part) is its to judge.
+    fn scalar_number(&mut self) -> Option<()> {
+        let doubtful = self.number()?;
+        (!doubtful).then_some(())
+    }
+
+    /// Any value read as the reference reads "any value" for a flag: a
+    /// number as a number, the rest for its syntax.
+    fn any(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'-' | b'0'..=b'9' => self.scalar_number(),
+            _ => self.skip(),
+        }
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        if self.envelope >= MAX_ENVELOPE_DEPTH {
+            return None;
+        }
+        self.envelope += 1;
+        Some(())
+    }
+
+    fn list(&mut self) -> Option<Vec<Node<'a>>> {
+        self.open()?;
+        self.at += 1;
+        let mut items = Vec::new();
+        self.space();
+        if self.peek()? == b']' {
+            self.at += 1;
+        } else {
+            loop {
+                items.push(self.node()?);
+                self.space();
+                match self.peek()? {
+                    b',' => self.at += 1,
+                    b']' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(items)
+    }
+
+    fn object(&mut self) -> Option<Box<Obj<'a>>> {
+        self.open()?;
+        self.at += 1;
+        let mut obj = Box::<Obj<'a>>::default();
+        let mut seen = 0u128;
+        self.space();
+        if self.peek()? == b'}' {
+            self.at += 1;
+            self.depth -= 1;
+            return Some(obj);
+        }
+        loop {
+            self.space();
+            let (key, escaped) = self.string()?;
+            if escaped {
+                return None;
+            }
+            self.eat(b':')?;
+            match field(key) {
+                Some(field) => {
+                    // A key given twice is refused, as serde does.
+                    let bit = 1u128 << field as u8;
+                    if seen & bit != 0 {
+                        return None;
+                    }
+                    seen |= bit;
+                    let value = self.value(TAKES[field as usize])?;
+                    store(&mut obj, field, value)?;
+                }
+                None => self.skip()?,
+            }
+            self.space();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        self.depth -= 1;
+        Some(obj)
+    }
+
+    /// A known key's value, as its field takes it.
+    fn value(&mut self, take: Take) -> Option<Value<'a>> {
+        self.space();
+        if self.peek()? == b'n' {
+            self.literal("null")?;
+            return Some(match take {
+                Take::IsList => Value::IsList(false),
+                _ => Value::Null,
+            });
+        }
+        match take {
+            Take::Text => {
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let start = self.at;
+                let (text, escaped) = self.string()?;
+                if escaped {
+                    let decoded: String = serde_json::from_str(&self.text[start..self.at]).ok()?;
+                    Some(Value::Text(Cow::Owned(decoded)))
+                } else {
+                    Some(Value::Text(Cow::Borrowed(text)))
+                }
+            }
+            Take::Raw => {
+                let start = self.at;
+                self.skip()?;
+                Some(Value::Raw(Raw::checked(&self.text[start..self.at])))
+            }
+            Take::Node => self.node().map(Value::Node),
+            Take::Seen => self.skip().map(|()| Value::Seen),
+            Take::Flag => {
+                let flag = match self.peek()? {
+                    b't' => self.literal("true").map(|()| Flag::True)?,
+                    b'f' => self.literal("false").map(|()| Flag::False)?,
+                    _ => self.any().map(|()| Flag::Other)?,
+                };
+                Some(Value::Flag(flag))
+            }
+            Take::Bool => match self.peek()? {
+                b't' => self.literal("true").map(|()| Value::Bool(true)),
+                b'f' => self.literal("false").map(|()| Value::Bool(false)),
+                _ => None,
+            },
+            Take::IsList => {
+                if self.peek()? == b'"' {
+                    let (text, escaped) = self.string()?;
+                    return (!escaped).then_some(Value::IsList(text == "list"));
+                }
+                self.any().map(|()| Value::IsList(false))
+            }
+        }
+    }
+
+    /// Any value, read for its syntax and depth only.
+    fn skip(&mut self) -> Option<()> {
+        self.space();
+        match self.peek()? {
+            b'{' => {
+                self.open()?;
+                self.at += 1;
+                self.space();
+                if self.peek()? != b'}' {
+                    loop {
+                        self.space();
+                        self.string()?;
+                        self.eat(b':')?;
+                        self.skip()?;
+                        self.space();
+                        match self.peek()? {
+                            b',' => self.at += 1,
+                            b'}' => break,
+                            _ => return None,
+                        }
+                    }
+                }
+                self.at += 1;
+                self.depth -= 1;
+                Some(())
+            }
+            b'[' => {
+                self.open()?;
+                self.at += 1;
+                self.space();
+                if self.peek()? != b']' {
+                    loop {
+                        self.skip()?;
+                        self.space();
+                        match self.peek()? {
+                            b',' => self.at += 1,
+                            b']' => break,
+                            _ => return None,
+                        }
+                    }
+                }
+                self.at += 1;
+                self.depth -= 1;
+                Some(())
+            }
+            b'"' => self.string().map(|_| ()),
+            b'n' => self.literal("null"),
+            b't' => self.literal("true"),
+            b'f' => self.literal("false"),
+            _ => self.number().map(|_| ()),
+        }
+    }
+
+    fn literal(&mut self, word: &str) -> Option<()> {
+        let end = self.at + word.len();
+        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| self.at = end)
+    }
+
+    /// A number in JSON's grammar; whether it is doubtful as a float (an
+    /// exponent, more than 20 integral digits).
+    fn number(&mut self) -> Option<bool> {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        let integral = self.at;
+        match self.peek()? {
+            b'0' => {
+                self.at += 1;
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        let long = self.at - integral > 20;
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            self.some_digits()?;
+            return Some(true);
+        }
+        Some(long)
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.at;
+        self.digits();
+        (self.at > start).then_some(())
+    }
+
+    /// A string at the cursor: its text between the quotes, as written,
+    /// and whether it holds escapes. Control characters, bad escapes and
+    /// surrogate escapes are the reference's to judge.
+    fn string(&mut self) -> Option<(&'a str, bool)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        self.at += 1;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            self.at += special(&self.bytes[self.at..])?;
+            match self.bytes[self.at] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                _ => return None,
+            }
+        }
+        let text = self.text.get(start..self.at)?;
+        self.at += 1;
+        Some((text, escaped))
+    }
+
+    fn escape(&mut self) -> Option<()> {
+        match *self.bytes.get(self.at + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.at += 2;
+                Some(())
+            }
+            b'u' => {
+                let hex = self.text.get(self.at + 2..self.at + 6)?;
+                let unit = u16::from_str_radix(hex, 16).ok()?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) || (0xD800..0xE000).contains(&unit) {
+                    return None;
+                }
+                self.at += 6;
+                Some(())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where the first quote, backslash or control character of `bytes` is;
+/// `None` when there is none. Eight bytes at a time.
+fn special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let slash = word ^ (ONES * u64::from(b'\\'));
+        let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+        let control = word.wrapping_sub(ONES * 0x20) & !word;
+        let found = (zero(quote) | zero(slash) | control) & HIGH;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|end| at + end)
+}
+
+/// A value into a field of the matching type; `None` on a mismatch (a
+/// table error, which the tests catch).
+trait Put<'a>: Sized {
+    fn put(value: Value<'a>) -> Option<Self>;
+}
+
+fn put<'a, T: Put<'a>>(slot: &mut T, value: Value<'a>) -> Option<()> {
+    *slot = T::put(value)?;
+    Some(())
+}
+
+impl<'a, T: Put<'a>> Put<'a> for Option<T> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            other => T::put(other).map(Some),
+        }
+    }
+}
+
+impl<'a> Put<'a> for Cow<'a, str> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Raw<'a> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Raw(raw) => Some(raw),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Node<'a> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Node(node) => Some(node),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Seen {
+    fn put(value: Value<'a>) -> Option<Self> {
+        matches!(value, Value::Seen).then_some(Seen)
+    }
+}
+
+impl<'a> Put<'a> for Flag {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Flag(flag) => Some(flag),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for bool {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for IsList {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::IsList(list) => Some(IsList(list)),
+            _ => None,
+        }
+    }
+}
+
+/// For the tests and the `detect` fuzz target: read `text` both ways
+/// within `max_depth`. `Ok(true)` when the fast path took it and built the
+/// reference's very view, `Ok(false)` when it gave up; `Err` says how the
+/// two disagree (the fast path took what the reference refuses, or built
+/// another view).
+#[doc(hidden)]
+pub fn agrees(text: &str, max_depth: usize) -> Result<bool, String> {
+    use serde::Deserialize;
+    let limits = crate::detect::Limits {
+        max_depth,
+        ..crate::detect::Limits::default()
+    };
+    let reference = if crate::detect::limits::too_deep(text.as_bytes(), &limits, "it").is_some() {
+        Err("too deep".to_owned())
+    } else {
+        let mut de = serde_json::Deserializer::from_str(text);
+        Node::deserialize(&mut de)
+            .and_then(|node| de.end().map(|()| node))
+            .map(|node| format!("{node:?}"))
+            .map_err(|err| err.to_string())
+    };
+    let Some(fast) = document(text, max_depth.min(crate::detect::limits::HARD_MAX_DEPTH)) else {
+        return Ok(false);
+    };
+    let fast = format!("{fast:?}");
+    match reference {
+        Ok(view) if view == fast => Ok(true),
+        Ok(view) => Err(format!("the fast path read {fast}, the reference {view}")),
+        Err(err) => Err(format!(
+            "the fast path read {fast}, the reference refused: {err}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::agrees;
+
+    /// Every document under `tests/fixtures` and `tests/conformance` (whole
+    /// files, JSON lines and `data:` lines), and what those documents
+    /// become when cut short, when a byte is changed, and when keys are
+    /// given twice or escaped.
+    fn corpus() -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("fixtures"), root.join("conformance")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("tests dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push(std::fs::read_to_string(&path).unwrap_or_default());
+                }
+            }
+        }
+        let mut docs = Vec::new();
+        for text in files {
+            docs.push(text.clone());
+            for line in text.lines() {
+                let line = line.strip_prefix("data:").unwrap_or(line).trim();
+                if line.starts_with(['{', '[']) {
+                    docs.push(line.to_owned());
+                }
+                // YAML cases quote their payloads as strings of JSON.
+                if let Ok(inner) =
+                    serde_json::from_str::<String>(line.trim_start_matches("payload: "))
+                {
+                    docs.push(inner);
+                }
+            }
+        }
+        docs
+    }
+
+    fn variants(doc: &str) -> Vec<String> {
+        let mut out = vec![
+            doc.replacen("\"name\"", "\"name\":1,\"name\"", 1),
+            doc.replacen("\"type\"", "\"ty\\u0070e\"", 1),
+            doc.replacen("\"id\"", "\"id\":null,\"id\"", 1),
+            doc.replacen(':', ":1e400,\"x\":", 1),
+            doc.replacen(':', ": 12345678901234567890123,\"x\":", 1),
+            doc.replacen("\"role\":", "\"role\":7,\"r\":", 1),
+            doc.replacen("\"is_error\":", "\"is_error\":\"yes\",\"y\":", 1),
+            doc.replacen('"', "\"\\ud800", 1),
+            doc.replacen('"', "\"\u{1}", 1),
+            doc.replacen(',', ",,", 1),
+            doc.replacen('}', ",}", 1),
+            format!("{doc} {doc}"),
+        ];
+        let step = (doc.len() / 24).max(1);
+        for cut in (0..doc.len()).step_by(step) {
+            if doc.is_char_boundary(cut) {
+                out.push(doc[..cut].to_owned());
+                let mut changed = doc.to_owned();
+                if doc.as_bytes()[cut].is_ascii() && doc.is_char_boundary(cut + 1) {
+                    changed.replace_range(cut..=cut, "]");
+                    out.push(changed);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_fast_path_reads_what_the_reference_reads_or_gives_up() {
+        let mut taken = 0;
+        let mut documents = 0;
+        for doc in corpus() {
+            for text in std::iter::once(doc.clone()).chain(variants(&doc)) {
+                for max_depth in [128, 4] {
+                    match agrees(&text, max_depth) {
+                        Ok(fast) => taken += usize::from(fast),
+                        Err(why) => panic!("{text}: {why}"),
+                    }
+                }
+            }
+            documents += 1;
+        }
+        assert!(documents > 100, "{documents} documents");
+        assert!(
+            taken > documents,
+            "the fast path took {taken} of {documents}"
+        );
+    }
+
+    #[test]
+    fn real_payloads_take_the_fast_path() {
+        let shapes = [
+            r#"{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":\"\\u00e9\\n\"}"}}]}}],"usage":{"total_tokens":12}}"#,
+            r#"{"type":"message","role":"assistant","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"f","input":{"x":[1,2.5,-3,true,null]}}]}"#,
+            r#"[{"role":"user","content":"q"},{"role":"tool","tool_call_id":"c1","content":"ok"}]"#,
+            r#"{"object":"list","data":[],"is_error":false,"approve":true}"#,
+        ];
+        for text in shapes {
+            assert_eq!(agrees(text, 128), Ok(true), "{text}");
+        }
+    }
+}
