@@ -1,5 +1,6 @@
 //! `detect` on arbitrary bytes: never panics, never overflows the stack,
-//! its fast reader agrees with the reference reader, and what it returns
+//! its fast readers (envelope and arguments) agree with the reference
+//! readers, and what it returns
 //! is consistent (calls numbered in order, within the
 //! limits, counted at least as often as kept; nothing read from a payload
 //! in no known shape).
@@ -13,6 +14,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         for max_depth in [128, 4] {
             if let Err(why) = toolgate::detect::fast_path_agrees(text, max_depth) {
+                panic!("{why}");
+            }
+            let limits = Limits {
+                max_depth,
+                ..Limits::default()
+            };
+            if let Err(why) = toolgate::detect::args::fast_path_agrees(text, &limits) {
                 panic!("{why}");
             }
         }

@@ -56,6 +56,41 @@ pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, A
             "arguments start with a byte order mark (U+FEFF)",
         ));
     }
+    if let Some(map) = fast::object(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
+        return Ok(map);
+    }
+    strict_object(text, limits)
+}
+
+/// For the tests and the `detect` fuzz target: read arguments `text` both
+/// ways. `Ok(true)` when the fast path took it and built the strict
+/// reader's very object, `Ok(false)` when it gave up; `Err` says how the
+/// two disagree.
+#[doc(hidden)]
+pub fn fast_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
+    let max = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
+    let Some(fast) = fast::object(text, max) else {
+        return Ok(false);
+    };
+    match strict_object(text, limits) {
+        Ok(map)
+            if serde_json::to_string(&map).ok() == serde_json::to_string(&fast).ok()
+                && map == fast =>
+        {
+            Ok(true)
+        }
+        Ok(map) => Err(format!(
+            "the fast path read {fast:?}, the strict reader {map:?}"
+        )),
+        Err(err) => Err(format!(
+            "the fast path read {fast:?}, the strict reader refused: {}",
+            err.message
+        )),
+    }
+}
+
+/// The strict reader, past the checks on the text as a whole.
+fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, ArgumentError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let large = Cell::new(false);
     let seed = StrictValue {
@@ -78,6 +113,201 @@ pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, A
             ArgumentErrorReason::NotObject,
             format!("arguments are a JSON {}, not an object", json_type(&other)),
         )),
+    }
+}
+
+/// The fast path of [`parse_object`]: arguments read in one pass into the
+/// very object the strict reader builds, for the arguments real calls
+/// send. Anything it does not take on (an error of any kind, a key given
+/// twice, a float past 2^63 or out of range, an integer past 64 bits,
+/// nesting near the bound) is left to the strict reader, which says
+/// exactly what is wrong.
+mod fast {
+    use serde_json::{Map, Number, Value};
+
+    use crate::detect::fast::special;
+    use crate::detect::node::unquote;
+
+    pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
+        let mut read = Read {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+            // The strict reader's bound, with a level to spare.
+            depth_left: max_depth.checked_sub(2)?,
+        };
+        read.space();
+        if read.peek()? != b'{' {
+            return None;
+        }
+        let Value::Object(map) = read.value()? else {
+            return None;
+        };
+        read.space();
+        (read.at == read.bytes.len()).then_some(map)
+    }
+
+    struct Read<'a> {
+        text: &'a str,
+        bytes: &'a [u8],
+        at: usize,
+        depth_left: usize,
+    }
+
+    impl Read<'_> {
+        fn peek(&self) -> Option<u8> {
+            self.bytes.get(self.at).copied()
+        }
+
+        fn space(&mut self) {
+            while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+                self.at += 1;
+            }
+        }
+
+        fn value(&mut self) -> Option<Value> {
+            self.space();
+            match self.peek()? {
+                b'{' => {
+                    self.depth_left = self.depth_left.checked_sub(1)?;
+                    self.at += 1;
+                    let mut map = Map::new();
+                    self.space();
+                    if self.peek()? == b'}' {
+                        self.at += 1;
+                    } else {
+                        loop {
+                            self.space();
+                            let key = self.string()?;
+                            self.space();
+                            if self.peek()? != b':' {
+                                return None;
+                            }
+                            self.at += 1;
+                            let value = self.value()?;
+                            if map.insert(key, value).is_some() {
+                                return None;
+                            }
+                            if self.close(b'}')? {
+                                break;
+                            }
+                        }
+                    }
+                    self.depth_left += 1;
+                    Some(Value::Object(map))
+                }
+                b'[' => {
+                    self.depth_left = self.depth_left.checked_sub(1)?;
+                    self.at += 1;
+                    let mut items = Vec::new();
+                    self.space();
+                    if self.peek()? == b']' {
+                        self.at += 1;
+                    } else {
+                        loop {
+                            items.push(self.value()?);
+                            if self.close(b']')? {
+                                break;
+                            }
+                        }
+                    }
+                    self.depth_left += 1;
+                    Some(Value::Array(items))
+                }
+                b'"' => self.string().map(Value::String),
+                b'n' => self.word("null", Value::Null),
+                b't' => self.word("true", Value::Bool(true)),
+                b'f' => self.word("false", Value::Bool(false)),
+                _ => self.number(),
+            }
+        }
+
+        /// After an item: `,` (more follow) or `end` (the last).
+        fn close(&mut self, end: u8) -> Option<bool> {
+            self.space();
+            let byte = self.peek()?;
+            self.at += 1;
+            match byte {
+                b',' => Some(false),
+                _ if byte == end => Some(true),
+                _ => None,
+            }
+        }
+
+        fn word(&mut self, word: &str, value: Value) -> Option<Value> {
+            let end = self.at + word.len();
+            (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| {
+                self.at = end;
+                value
+            })
+        }
+
+        fn string(&mut self) -> Option<String> {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let start = self.at;
+            self.at += 1;
+            loop {
+                self.at += special(self.bytes.get(self.at..)?)?;
+                match self.bytes[self.at] {
+                    b'"' => break,
+                    b'\\' => self.at += 2,
+                    _ => return None,
+                }
+            }
+            self.at += 1;
+            unquote(self.text.get(start..self.at)?).map(std::borrow::Cow::into_owned)
+        }
+
+        fn number(&mut self) -> Option<Value> {
+            let start = self.at;
+            if self.peek() == Some(b'-') {
+                self.at += 1;
+            }
+            let digits = self.at;
+            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                self.at += 1;
+            }
+            let integral = &self.bytes[digits..self.at];
+            if integral.is_empty() || (integral[0] == b'0' && integral.len() > 1) {
+                return None;
+            }
+            let mut float = false;
+            if self.peek() == Some(b'.') {
+                float = true;
+                self.at += 1;
+                let fraction = self.at;
+                while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    self.at += 1;
+                }
+                if self.at == fraction {
+                    return None;
+                }
+            }
+            if let Some(b'e' | b'E') = self.peek() {
+                // The strict reader rounds exponents its own way.
+                return None;
+            }
+            let literal = self.text.get(start..self.at)?;
+            if !float {
+                // The strict reader reads `-0` as the float -0.0.
+                if literal.starts_with('-') && integral.iter().all(|&b| b == b'0') {
+                    return None;
+                }
+                if let Ok(n) = literal.parse::<u64>() {
+                    return Some(Value::Number(n.into()));
+                }
+                // Past 64 bits: the strict reader's to judge.
+                return literal.parse::<i64>().ok().map(|n| Value::Number(n.into()));
+            }
+            // The float exactly as the strict reader rounds it.
+            let v: f64 = serde_json::from_str(literal).ok()?;
+            if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
+                return None;
+            }
+            Number::from_f64(v).map(Value::Number)
+        }
     }
 }
 
@@ -359,6 +589,49 @@ impl StrictValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_path_builds_what_the_strict_reader_builds_or_gives_up() {
+        let texts = [
+            r#"{"a":1,"b":-2,"c":2.5,"d":-0,"e":-0.0,"f":1e3,"g":18446744073709551615}"#,
+            r#"{"big":18446744073709551616,"neg":-9223372036854775808,"less":-9223372036854775809}"#,
+            r#"{"f":9223372036854775808.0,"g":0.1,"h":123456789.123456789,"i":5e-324}"#,
+            r#"{"s":"a\"b\\c\n\u00e9\ud83d\ude00","t":"\ud800","u":"\x"}"#,
+            r#" { "a" : [ 1 , { "b" : null } , true , false ] , "c" : { } , "d" : [ ] } "#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            r#"{"a":[[[[[[1]]]]]]}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":NaN}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1} x"#,
+            "[1]",
+            "{\"a\":\"\u{1}\"}",
+        ];
+        let limits = [
+            Limits::default(),
+            Limits {
+                max_depth: 4,
+                ..Limits::default()
+            },
+        ];
+        let mut taken = 0;
+        for text in texts {
+            for cut in 0..=text.len() {
+                let Some(part) = text.get(..cut) else {
+                    continue;
+                };
+                for limits in &limits {
+                    match fast_path_agrees(part, limits) {
+                        Ok(fast) => taken += usize::from(fast),
+                        Err(why) => panic!("{part}: {why}"),
+                    }
+                }
+            }
+        }
+        assert!(taken >= 6, "the fast path took {taken}");
+    }
 
     fn reason(text: &str) -> ArgumentErrorReason {
         match parse_arguments(text, &Limits::default()) {

@@ -516,7 +516,7 @@ impl<'a> Scan<'a> {
 
 /// Where the first quote, backslash or control character of `bytes` is;
 /// `None` when there is none. Eight bytes at a time.
-fn special(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut at = 0;
