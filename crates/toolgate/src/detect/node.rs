@@ -447,7 +447,8 @@ pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
     while let Some(at) = rest.find('\\') {
         out.push_str(&rest[..at]);
         let escape = rest.as_bytes().get(at + 1)?;
-        rest = &rest[at + 2..];
+        // `None` past the text, or inside a character: no valid escape.
+        rest = rest.get(at + 2..)?;
         out.push(match escape {
             b'"' => '"',
             b'\\' => '\\',
@@ -524,6 +525,7 @@ mod tests {
             r#""\ud83dx""#,
             r#""{\"a\":[1,\"\\u0041\"]}""#,
             r#""""#,
+            "\"1, \\\u{feff}\"",
         ];
         for literal in literals {
             let serde = serde_json::from_str::<String>(literal).ok();
