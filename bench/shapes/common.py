@@ -177,6 +177,41 @@ def input_text(text):
 
 # --- shapes --------------------------------------------------------------------
 
+# Every kind of defect a shape can hold, and the violation code toolgate
+# must report for it.
+CODES = {
+    "unknown_tool": "not_allowed",
+    "missing_required": "schema_violation",
+    "wrong_type": "schema_violation",
+    "enum_miss": "schema_violation",
+    "bad_format": "schema_violation",
+    "pattern_miss": "schema_violation",
+    "extra_property": "schema_violation",
+    "malformed_arguments": "malformed_arguments",
+    "duplicate_key": "duplicate_argument_key",
+    "arguments_to_no_arg_tool": "unexpected_arguments",
+    # deep
+    "deep_missing_required": "schema_violation",
+    "deep_pattern_miss": "schema_violation",
+    "one_of_none": "schema_violation",
+    "one_of_two": "schema_violation",
+    "unevaluated_property": "schema_violation",
+    # formats
+    "bad_email": "schema_violation",
+    "bad_date_time": "schema_violation",
+    "bad_date": "schema_violation",
+    "bad_uri": "schema_violation",
+    "bad_uuid": "schema_violation",
+    "bad_ipv4": "schema_violation",
+}
+
+
+def codes(*kinds):
+    """The kinds a shape holds, in the order its defects are drawn from,
+    with their codes."""
+    return {kind: CODES[kind] for kind in kinds}
+
+
 class Shape:
     """A workload shape: its tools, how payloads pick them, valid arguments,
     its defects and its wire format. Subclasses set the class attributes
@@ -186,7 +221,6 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    summary = ""
     wire = "openai"  # or "anthropic"
     tools = []  # (name, description, parameters)
     tool_weights = None

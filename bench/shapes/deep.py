@@ -3,7 +3,7 @@ whose schemas are built as generated ones are (from Pydantic or Zod
 models): `$defs` and `$ref`, discriminated `oneOf`, `allOf` composition
 closed with `unevaluatedProperties: false`, recursive filter and workflow
 trees, arguments nested five to eight levels."""
-from .common import Shape, obj
+from .common import Shape, codes, obj
 
 
 def ref(name):
@@ -464,21 +464,11 @@ def bad_department(args, v):
 
 class Deep(Shape):
     name = "deep"
-    summary = "OpenAI Chat Completions, 1-3 calls, $ref/oneOf/allOf/unevaluatedProperties schemas"
     tools = TOOLS
     tool_weights = [25, 20, 25, 15, 15]
     call_counts, call_weights = [1, 2, 3], [45, 35, 20]
-    kinds = {
-        "unknown_tool": "not_allowed",
-        "missing_required": "schema_violation",
-        "deep_missing_required": "schema_violation",
-        "deep_pattern_miss": "schema_violation",
-        "one_of_none": "schema_violation",
-        "one_of_two": "schema_violation",
-        "unevaluated_property": "schema_violation",
-        "enum_miss": "schema_violation",
-        "duplicate_key": "duplicate_argument_key",
-    }
+    kinds = codes("unknown_tool", "missing_required", "deep_missing_required", "deep_pattern_miss", "one_of_none",
+                  "one_of_two", "unevaluated_property", "enum_miss", "duplicate_key")
     tables = {
         "missing_required": {"create_invoice": [drop("lines"), drop("buyer")],
                              "deploy_service": [drop("containers")],

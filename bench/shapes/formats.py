@@ -3,7 +3,7 @@ arguments are mostly formatted strings (email, date-time, date, uri, uuid,
 ipv4), many in arrays, with the forms that make a format checker work:
 offsets and fractions of seconds, plus addressing and subdomains, ports,
 queries, fragments, percent escapes and IPv6 hosts."""
-from .common import Shape, obj
+from .common import Shape, codes, obj
 
 EMAIL = {"type": "string", "format": "email"}
 DATE_TIME = {"type": "string", "format": "date-time"}
@@ -193,22 +193,13 @@ ALWAYS = {
 
 class Formats(Shape):
     name = "formats"
-    summary = "OpenAI Chat Completions, 1-4 calls, arguments dense with formats"
     tools = TOOLS
     tool_weights = [20, 25, 15, 12, 12, 16]
     call_counts, call_weights = [1, 2, 3, 4], [35, 35, 20, 10]
-    kinds = {
-        "unknown_tool": "not_allowed",
-        "missing_required": "schema_violation",
-        "bad_email": "schema_violation",
-        "bad_date_time": "schema_violation",
-        "bad_date": "schema_violation",
-        "bad_uri": "schema_violation",
-        "bad_uuid": "schema_violation",
-        "bad_ipv4": "schema_violation",
-        "malformed_arguments": "malformed_arguments",
-    }
-    tables = {f"bad_{fmt.replace('-', '_')}": {tool: [bad(fmt)] for tool in tools} for fmt, tools in ALWAYS.items()}
+    kinds = codes("unknown_tool", "missing_required", "bad_email", "bad_date_time", "bad_date", "bad_uri",
+                  "bad_uuid", "bad_ipv4", "malformed_arguments")
+    tables = {f"bad_{fmt.replace('-', '_')}": {tool: [bad(fmt)] for tool in tools}
+              for fmt, tools in ALWAYS.items()}
     unknown_names = ["create_users", "log", "block_ip", "registerWebhook"]
 
     def arguments(self, tool, v):

@@ -2,12 +2,12 @@
 calls each, at least one of which writes a file, applies a patch or opens a
 pull request with an 8-32 KB string: source code in five languages, dense
 with what JSON must escape (quotes, backslashes, newlines, tabs, CRLF line
-ends, control characters) and non-ASCII text, which two in five calls send
+ends) and non-ASCII text, which two in five calls send
 as \\u escapes (surrogate pairs for emoji), as some models do. Inside an
 `arguments` string every escape is escaped again."""
 import json
 
-from .common import Shape, compact, obj
+from .common import Shape, codes, compact, obj
 
 PATH = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", "maxLength": 255}
 
@@ -218,26 +218,16 @@ def arguments(tool, v):
 
 def set_content_lines(args, v):
     """The file as a list of lines, not one string."""
-    key = "content" if "content" in args else "path"
-    args[key] = args[key].split("\n")
-    return "/" + key
+    args["content"] = args["content"].split("\n")
+    return "/content"
 
 
 class Large(Shape):
     name = "large"
-    summary = "OpenAI Chat Completions, 1-3 calls, 8-32 KB strings dense with escapes"
     tools = TOOLS
     tool_weights = [30, 20, 10, 20, 12, 8]
-    kinds = {
-        "unknown_tool": "not_allowed",
-        "missing_required": "schema_violation",
-        "wrong_type": "schema_violation",
-        "enum_miss": "schema_violation",
-        "pattern_miss": "schema_violation",
-        "extra_property": "schema_violation",
-        "malformed_arguments": "malformed_arguments",
-        "duplicate_key": "duplicate_argument_key",
-    }
+    kinds = codes("unknown_tool", "missing_required", "wrong_type", "enum_miss", "pattern_miss", "extra_property",
+                  "malformed_arguments", "duplicate_key")
     tables = {
         "wrong_type": {
             "write_file": [set_content_lines, ("create_dirs", "yes")],
@@ -247,7 +237,8 @@ class Large(Shape):
         },
         "enum_miss": {"write_file": [("mode", "truncate")], "run_command": [("shell", "zsh")]},
         "pattern_miss": {
-            "write_file": [("path", "/etc/hosts"), ("path", "C:\\Users\\dev\\main.rs"), ("path", "src/my file.rs")],
+            "write_file": [("path", "/etc/hosts"), ("path", "C:\\Users\\dev\\main.rs"),
+                           ("path", "src/my file.rs")],
             "apply_patch": [("path", "src//lib.rs")],
             "create_pull_request": [("head", "Fix Parser")],
         },

@@ -4,7 +4,7 @@ calls each, about a fifth with exactly one defect of ten kinds. Its bytes
 are those bench/workload.py has always written for a seed."""
 import string
 
-from .common import Shape, obj
+from .common import Shape, codes, obj
 
 # --- the tools ---------------------------------------------------------------
 
@@ -299,22 +299,11 @@ UNKNOWN_NAMES = ["get_wether", "delete_user", "execute_shell", "send_sms", "getW
 
 class OpenAI(Shape):
     name = "openai"
-    summary = "OpenAI Chat Completions, 12 tools, 1-5 calls"
     tools = TOOLS
     tool_weights = [14, 10, 9, 7, 9, 7, 6, 8, 5, 8, 5, 12]
     call_counts, call_weights = [1, 2, 3, 4, 5], [36, 30, 18, 10, 6]
-    kinds = {  # kind -> violation code; the order is the seed's
-        "unknown_tool": "not_allowed",
-        "missing_required": "schema_violation",
-        "wrong_type": "schema_violation",
-        "enum_miss": "schema_violation",
-        "bad_format": "schema_violation",
-        "pattern_miss": "schema_violation",
-        "extra_property": "schema_violation",
-        "malformed_arguments": "malformed_arguments",
-        "duplicate_key": "duplicate_argument_key",
-        "arguments_to_no_arg_tool": "unexpected_arguments",
-    }
+    kinds = codes("unknown_tool", "missing_required", "wrong_type", "enum_miss", "bad_format", "pattern_miss",
+                  "extra_property", "malformed_arguments", "duplicate_key", "arguments_to_no_arg_tool")
     tables = {"wrong_type": WRONG_TYPE, "enum_miss": ENUM_MISS, "bad_format": BAD_FORMAT,
               "pattern_miss": PATTERN_MISS, "extra_property": EXTRA_PROPERTY}
     no_args = NO_ARGS
@@ -331,5 +320,4 @@ class Anthropic(OpenAI):
     """The same calls as Anthropic Messages responses: payload i holds the
     calls and the defect of payload i of `openai`."""
     name = "anthropic"
-    summary = "the openai calls as Anthropic Messages"
     wire = "anthropic"

@@ -1,7 +1,7 @@
 """`small`: OpenAI Chat Completions responses with 10 parallel calls each,
 every one with tiny arguments (a key or two), as an agent fanning out
 lookups sends them: the cost per call, not per byte, is what counts."""
-from .common import Shape, obj
+from .common import Shape, codes, obj
 
 TOOLS = [
     ("get_user", "Look up a user by id.", obj({
@@ -58,21 +58,11 @@ def arguments(tool, v):
 
 class Small(Shape):
     name = "small"
-    summary = "OpenAI Chat Completions, 10 calls, tiny arguments"
     tools = TOOLS
     tool_weights = [14, 12, 8, 12, 10, 8, 8, 6]
     call_counts, call_weights = [10], [1]
-    kinds = {
-        "unknown_tool": "not_allowed",
-        "missing_required": "schema_violation",
-        "wrong_type": "schema_violation",
-        "enum_miss": "schema_violation",
-        "pattern_miss": "schema_violation",
-        "extra_property": "schema_violation",
-        "malformed_arguments": "malformed_arguments",
-        "duplicate_key": "duplicate_argument_key",
-        "arguments_to_no_arg_tool": "unexpected_arguments",
-    }
+    kinds = codes("unknown_tool", "missing_required", "wrong_type", "enum_miss", "pattern_miss", "extra_property",
+                  "malformed_arguments", "duplicate_key", "arguments_to_no_arg_tool")
     tables = {
         "wrong_type": {
             "get_user": [("id", "42"), ("id", 4.5)],
