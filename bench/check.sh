@@ -5,7 +5,8 @@
 # (crates/toolgate/benches/check.rs, which first asserts that every
 # verdict is the one recorded in bench/verdicts.json); then prints a
 # table: shape, payloads, calls and bytes a payload, naive and toolgate
-# µs a payload, the ratio naive / toolgate and the goal (≥ 2x) met or
+# µs a payload, the ratio naive / toolgate, the median ratio of 15 rounds
+# run in pairs (steadier on a shared machine), and the goal (≥ 2x) met or
 # missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
@@ -27,6 +28,7 @@ for shape in $shapes; do
   if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
     python3 bench/workload.py "$dir" --shape "$shape" --count "$count"
   fi
+  rm -f "$dir/paired.json"
 done
 TOOLGATE_SHAPES="$(echo $shapes | tr ' ' ',')" cargo bench -p toolgate --bench check
 python3 bench/check_table.py "$target/criterion" "$TOOLGATE_WORKLOADS" $shapes

@@ -4,7 +4,8 @@
 //! pipeline users write for that wire format: a `serde_json::Value` of the
 //! body, each call's arguments (parsed from the `arguments` string, or the
 //! Anthropic `input` as it is) validated by its tool's `jsonschema`
-//! validator. One criterion group per shape, `check/<shape>`.
+//! validator. One criterion group per shape, `check/<shape>`, then 15
+//! rounds of both pipelines in pairs (`paired.json` beside the workload).
 //!
 //! Before timing, each shape's verdicts are checked twice: toolgate
 //! reports exactly the defect the workload holds (the code, on the call,
@@ -20,8 +21,8 @@
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use serde_json::{Map, Value};
@@ -203,6 +204,16 @@ fn bench_shape(c: &mut Criterion, shape: &str) {
     same_verdicts(&workload, &verdicts);
     drop(verdicts);
 
+    let toolgate_pass = || {
+        for body in &workload.payloads {
+            black_box(workload.policy.check(black_box(body)));
+        }
+    };
+    let naive_pass = || {
+        for body in &workload.payloads {
+            black_box(naive_check(&naive, black_box(body)));
+        }
+    };
     let mut group = c.benchmark_group(format!("check/{}", workload.shape));
     group.throughput(Throughput::ElementsAndBytes {
         elements: workload.payloads.len() as u64,
@@ -211,21 +222,39 @@ fn bench_shape(c: &mut Criterion, shape: &str) {
     // One iteration reads the whole workload (tens of milliseconds).
     group.sampling_mode(SamplingMode::Flat);
     group.sample_size(20);
-    group.bench_function("toolgate", |b| {
-        b.iter(|| {
-            for body in &workload.payloads {
-                black_box(workload.policy.check(black_box(body)));
-            }
-        });
-    });
-    group.bench_function("naive", |b| {
-        b.iter(|| {
-            for body in &workload.payloads {
-                black_box(naive_check(&naive, black_box(body)));
-            }
-        });
-    });
+    group.bench_function("toolgate", |b| b.iter(toolgate_pass));
+    group.bench_function("naive", |b| b.iter(naive_pass));
     group.finish();
+    if !std::env::args().any(|arg| arg == "--test" || arg == "--list") {
+        paired(&dir, toolgate_pass, naive_pass);
+    }
+}
+
+/// Rounds of both pipelines over the whole workload, one right after the
+/// other (in turn, which first), written to `paired.json` beside the
+/// workload as `[toolgate ns, naive ns]` a round: on a shared machine a
+/// load that comes and goes slows both of a round alike, so the median of
+/// the rounds' ratios holds where two criterion runs seconds apart may not.
+fn paired(dir: &Path, toolgate: impl Fn(), naive: impl Fn()) {
+    const ROUNDS: usize = 15;
+    let time = |pass: &dyn Fn()| {
+        let start = Instant::now();
+        pass();
+        u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    };
+    let rounds: Vec<[u64; 2]> = (0..ROUNDS)
+        .map(|round| {
+            if round % 2 == 0 {
+                let first = time(&toolgate);
+                [first, time(&naive)]
+            } else {
+                let first = time(&naive);
+                [time(&toolgate), first]
+            }
+        })
+        .collect();
+    let text = serde_json::to_string(&serde_json::json!({ "rounds": rounds })).expect("JSON");
+    std::fs::write(dir.join("paired.json"), text).expect("write paired.json");
 }
 
 fn bench(c: &mut Criterion) {
