@@ -5,9 +5,9 @@
 # (crates/toolgate/benches/check.rs, which first asserts that every
 # verdict is the one recorded in bench/verdicts.json); then prints a
 # table: shape, payloads, calls and bytes a payload, naive and toolgate
-# µs a payload, the ratio naive / toolgate, the median ratio of 15 rounds
-# run in pairs (steadier on a shared machine), and the goal (≥ 2x) met or
-# missed.
+# µs of CPU time a payload, the ratio naive / toolgate, the median ratio
+# of 15 rounds in which both take turns (steadier on a shared machine),
+# and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
 # Shapes: openai anthropic small large deep formats (all by default).

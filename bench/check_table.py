@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Print the check bench (bench/check.sh) as a table: per workload shape,
 its payloads, calls and bytes a payload, the criterion medians of the
-naive pipeline and of toolgate a payload and their ratio (above 1:
-toolgate is faster), the median ratio of the rounds run in pairs
-(paired.json beside the workload: both pipelines one right after the
-other, so a passing load slows both alike) with its lowest and highest,
-and whether the goal, toolgate at least 2x the naive pipeline, is met by
-the paired ratio (by the criterion one when there are no pairs).
+naive pipeline and of toolgate a payload (CPU time) and their ratio
+(above 1: toolgate is faster), the median ratio of the rounds in which
+both take turns (paired.json beside the workload: what else the machine
+runs at a moment weighs on both alike) with its lowest and highest, and
+whether the goal, toolgate at least 2x the naive pipeline, is met by the
+paired ratio (by the criterion one when there are no rounds).
 
 usage: check_table.py CRITERION_DIR WORKLOADS_DIR SHAPE..."""
 import json
@@ -51,8 +51,8 @@ def main():
         pair_text = f"{pairs[0]:.2f} ({pairs[1]:.2f}-{pairs[2]:.2f})" if pairs else "-"
         print(f"{shape:10} {n:8} {stats['calls'] / n:6.2f} {stats['bytes'] / n:7.0f} {naive:9.2f} "
               f"{toolgate:11.2f} {ratio:6.2f} {pair_text:>18}  {'met' if judged >= GOAL else 'missed'}")
-    print(f"goal met on {met} of {len(shapes)} shapes (one run: criterion medians, µs a payload; "
-          "ratios naive / toolgate)")
+    print(f"goal met on {met} of {len(shapes)} shapes (one run: criterion medians, µs of CPU time a "
+          "payload; ratios naive / toolgate)")
 
 
 if __name__ == "__main__":
