@@ -1,15 +1,34 @@
 #!/usr/bin/env bash
-# Policy::check over a generated workload of OpenAI Chat Completions
-# responses (bench/workload.py: 10,000 payloads, 12 tools, a fifth
-# defective) beside the naive serde_json + jsonschema pipeline, in one
-# criterion run; prints µs per payload, payloads/s, calls/s and the ratio
-# naive / toolgate (above 1: toolgate is faster).
+# Policy::check, bytes to verdict on one core, over each workload shape of
+# bench/workload.py beside the naive pipeline users write for its wire
+# format (serde_json + jsonschema, formats on), in one criterion run
+# (crates/toolgate/benches/check.rs, which first asserts that every
+# verdict is the one recorded in bench/verdicts.json); then prints a
+# table: shape, payloads, calls and bytes a payload, naive and toolgate
+# µs of CPU time a payload, the ratio naive / toolgate, the median ratio
+# of 15 rounds in which both take turns (steadier on a shared machine),
+# and the goal (≥ 2x) met or missed.
+#
+# usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
+# Shapes: openai anthropic small large deep formats (all by default).
+# Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
+# 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all);
+# written again when bench/workload.py or bench/shapes/ is newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${CARGO_TARGET_DIR:-target}"
-export TOOLGATE_WORKLOAD="${TOOLGATE_WORKLOAD:-$target/workload}"
-[ -f "$TOOLGATE_WORKLOAD/stats.json" ] || python3 bench/workload.py "$TOOLGATE_WORKLOAD" --count 10000
-cargo bench -p toolgate --bench check -- "$@"
-python3 -c 'import json, sys; print(json.dumps({"check": json.load(open(sys.argv[1]))["calls"]}))' \
-  "$TOOLGATE_WORKLOAD/stats.json" > "$target/check-calls.json"
-python3 bench/criterion_table.py "$target/criterion" check naive "$target/check-calls.json"
+target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic small large deep formats}}"
+shapes="${shapes//,/ }"
+export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
+for shape in $shapes; do
+  count=10000
+  [ "$shape" = large ] && count=2000
+  dir="$TOOLGATE_WORKLOADS/$shape"
+  # stats.json is written last: without it, the workload is incomplete.
+  if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
+    python3 bench/workload.py "$dir" --shape "$shape" --count "$count"
+  fi
+  rm -f "$dir/paired.json"
+done
+TOOLGATE_SHAPES="$(echo $shapes | tr ' ' ',')" cargo bench -p toolgate --bench check
+python3 bench/check_table.py "$target/criterion" "$TOOLGATE_WORKLOADS" $shapes

@@ -1,15 +1,18 @@
-//! The check workload written by `bench/workload.py`: a policy, one OpenAI
-//! Chat Completions response a line, and what each one should be found to
-//! hold. Read from `$TOOLGATE_WORKLOAD`, else `target/workload` in the
-//! workspace.
+//! A check workload written by `bench/workload.py`: a policy, one response
+//! a line (OpenAI Chat Completions, or Anthropic Messages for the
+//! `anthropic` shape), and what each one should be found to hold; and the
+//! naive pipeline a user writes for that wire format. `Workload::load`
+//! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
+    /// `openai`, `anthropic`, `small`, `large`, `deep` or `formats`.
+    pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
     /// Per payload, the violation code it must fail with; `None`: it passes.
@@ -17,29 +20,22 @@ pub(crate) struct Workload {
 }
 
 impl Workload {
+    /// The workload of `$TOOLGATE_WORKLOAD`, for `examples/check_workload.rs`
+    /// (the check bench reads one a shape).
+    #[allow(dead_code)] // the example's, not the bench's
     pub(crate) fn load() -> Workload {
         let dir = std::env::var_os("TOOLGATE_WORKLOAD").map_or_else(
             || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/workload"),
             PathBuf::from,
         );
-        let read = |name: &str| {
-            let path = dir.join(name);
-            std::fs::read(&path).unwrap_or_else(|err| {
-                panic!(
-                    "{}: {err}; generate it with `python3 bench/workload.py {}`",
-                    path.display(),
-                    dir.display()
-                )
-            })
-        };
-        let payloads: Vec<Vec<u8>> = read("payloads.jsonl")
-            .split(|b| *b == b'\n')
-            .filter(|line| !line.is_empty())
+        Workload::from_dir(&dir)
+    }
+
+    pub(crate) fn from_dir(dir: &Path) -> Workload {
+        let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
             .map(<[u8]>::to_vec)
             .collect();
-        let expected: Vec<Option<String>> = read("defects.jsonl")
-            .split(|b| *b == b'\n')
-            .filter(|line| !line.is_empty())
+        let expected: Vec<Option<String>> = lines(&read(dir, "defects.jsonl"))
             .map(|line| {
                 let record: Value = serde_json::from_slice(line).expect("defects.jsonl");
                 record["code"].as_str().map(str::to_owned)
@@ -50,16 +46,21 @@ impl Workload {
             expected.len(),
             "payloads and defects differ"
         );
+        // The first shape's stats.json names none.
+        let stats: Value = serde_json::from_slice(&read(dir, "stats.json")).expect("stats.json");
+        let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let policy = toolgate::Policy::load(dir.join("policy.yaml")).expect("policy.yaml");
         Workload {
-            dir,
+            dir: dir.to_path_buf(),
+            shape,
             policy,
             payloads,
             expected,
         }
     }
 
-    /// The declared tools' `parameters`, by name, as written in the policy.
+    /// The declared tools' schemas, by name, as written in the policy
+    /// (OpenAI `function.parameters` or Anthropic `input_schema`).
     pub(crate) fn tool_schemas(&self) -> Vec<(String, Value)> {
         let text = std::fs::read_to_string(self.dir.join("policy.yaml")).expect("policy.yaml");
         let policy: Value = serde_saphyr::from_str(&text).expect("policy.yaml is YAML");
@@ -68,9 +69,12 @@ impl Workload {
             .expect("tools")
             .iter()
             .map(|tool| {
-                let function = &tool["function"];
-                let name = function["name"].as_str().expect("name").to_owned();
-                (name, function["parameters"].clone())
+                let (tool, schema) = match tool.get("function") {
+                    Some(function) => (function, &function["parameters"]),
+                    None => (tool, &tool["input_schema"]),
+                };
+                let name = tool["name"].as_str().expect("name").to_owned();
+                (name, schema.clone())
             })
             .collect()
     }
@@ -80,11 +84,34 @@ impl Workload {
     }
 }
 
+/// A file of the workload, or a panic that says how to write it.
+pub(crate) fn read(dir: &Path, name: &str) -> Vec<u8> {
+    let path = dir.join(name);
+    std::fs::read(&path).unwrap_or_else(|err| {
+        panic!(
+            "{}: {err}; generate it with `python3 bench/workload.py {} --shape SHAPE`",
+            path.display(),
+            dir.display()
+        )
+    })
+}
+
+/// The non-empty lines of a JSON-lines file.
+pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    text.split(|b| *b == b'\n').filter(|line| !line.is_empty())
+}
+
 // The naive pipeline users write, the bench's baseline.
 
-/// One validator per tool, compiled once, formats asserted.
-pub(crate) fn naive_validators(workload: &Workload) -> HashMap<String, jsonschema::Validator> {
-    workload
+/// One validator per tool, compiled once, formats asserted, and the wire
+/// format its calls come in.
+pub(crate) struct Naive {
+    anthropic: bool,
+    validators: HashMap<String, jsonschema::Validator>,
+}
+
+pub(crate) fn naive_validators(workload: &Workload) -> Naive {
+    let validators = workload
         .tool_schemas()
         .into_iter()
         .map(|(name, schema)| {
@@ -94,19 +121,32 @@ pub(crate) fn naive_validators(workload: &Workload) -> HashMap<String, jsonschem
                 .expect("a valid schema");
             (name, validator)
         })
-        .collect()
+        .collect();
+    Naive {
+        anthropic: workload.shape == "anthropic",
+        validators,
+    }
 }
 
 /// The naive pipeline: how many calls are invalid (an unknown tool, or
 /// arguments that do not parse or do not validate), or `None` when the body
 /// is not JSON. Every call is checked, as toolgate does.
-pub(crate) fn naive_check(
-    validators: &HashMap<String, jsonschema::Validator>,
-    body: &[u8],
-) -> Option<usize> {
+pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
     let value: Value = serde_json::from_slice(body).ok()?;
+    if naive.anthropic {
+        naive_anthropic(&naive.validators, &value)
+    } else {
+        naive_openai(&naive.validators, &value)
+    }
+}
+
+/// Chat Completions: each call's `arguments` string parsed, then validated.
+fn naive_openai(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
     let mut invalid = 0;
-    for choice in value.get("choices")?.as_array()? {
+    for choice in body.get("choices")?.as_array()? {
         let Some(calls) = choice
             .get("message")
             .and_then(|message| message.get("tool_calls"))
@@ -132,6 +172,30 @@ pub(crate) fn naive_check(
             };
             invalid += usize::from(!valid);
         }
+    }
+    Some(invalid)
+}
+
+/// Messages: each `tool_use` block's `input`, already a value, validated
+/// as it is.
+fn naive_anthropic(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    for block in body.get("content")?.as_array()? {
+        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+            continue;
+        }
+        let name = block.get("name").and_then(Value::as_str);
+        let valid = match (
+            name.and_then(|name| validators.get(name)),
+            block.get("input"),
+        ) {
+            (Some(validator), Some(input)) => validator.is_valid(input),
+            _ => false,
+        };
+        invalid += usize::from(!valid);
     }
     Some(invalid)
 }

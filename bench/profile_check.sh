@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Where check spends its instructions on each workload shape, toolgate
+# beside the naive pipeline (bench/callgrind_split.py says what each column
+# holds): callgrind over examples/check_workload, on smaller workloads than
+# bench/check.sh's (2,000 payloads, 400 for large; same seed).
+#
+# usage: bash bench/profile_check.sh [SHAPE...]   (all shapes by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
+shapes="${*:-openai anthropic small large deep formats}"
+out="$target/profile-check"
+mkdir -p "$out"
+cargo build --release -p toolgate --example check_workload
+example="$target/release/examples/check_workload"
+for shape in $shapes; do
+  count=2000
+  [ "$shape" = large ] && count=400
+  python3 bench/workload.py "$out/$shape" --shape "$shape" --count "$count" 2>/dev/null
+  for pipeline in toolgate naive; do
+    for rounds in 0 1; do
+      TOOLGATE_WORKLOAD="$out/$shape" valgrind --tool=callgrind \
+        --callgrind-out-file="$out/$shape.$pipeline.$rounds.cg" "$example" "$rounds" "$pipeline" >/dev/null 2>&1
+    done
+  done
+done
+python3 bench/callgrind_split.py "$out" $shapes

@@ -1,0 +1,8 @@
+"""The shapes of the check workload (bench/workload.py), by name."""
+from .deep import Deep
+from .formats import Formats
+from .large import Large
+from .openai import Anthropic, OpenAI
+from .small import Small
+
+SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Small, Large, Deep, Formats]}

@@ -1,0 +1,376 @@
+"""What every workload shape shares: random values, the policy's YAML, the
+two wire formats (OpenAI Chat Completions and Anthropic Messages
+responses), the defects every shape can have, and the generator loop."""
+import json
+import os
+import random
+import string
+import sys
+
+# --- values ------------------------------------------------------------------
+
+
+class Values:
+    def __init__(self, rng):
+        self.r = rng
+
+    def pick(self, seq):
+        return self.r.choice(seq)
+
+    def maybe(self, p=0.5):
+        return self.r.random() < p
+
+    def alnum(self, n, alphabet=string.ascii_letters + string.digits):
+        return "".join(self.r.choice(alphabet) for _ in range(n))
+
+    def email(self, first, last, domains):
+        return f"{self.pick(first)}.{self.pick(last)}@{self.pick(domains)}"
+
+    def words(self, words, lo, hi):
+        text = " ".join(self.pick(words) for _ in range(self.r.randint(lo, hi)))
+        return text[0].upper() + text[1:]
+
+    def date(self):
+        return f"2026-{self.r.randint(1, 12):02d}-{self.r.randint(1, 28):02d}"
+
+    def date_time(self):
+        zone = self.pick(["Z", "+02:00", "-05:00", "+09:00"])
+        return f"{self.date()}T{self.r.randint(0, 23):02d}:{self.pick(['00', '15', '30', '45'])}:00{zone}"
+
+    def uuid(self):
+        h = self.alnum(32, "0123456789abcdef")
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{self.pick('89ab')}{h[17:20]}-{h[20:]}"
+
+
+def compact(value):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def obj(properties, required=(), closed=False, **extra):
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    schema.update(extra)
+    return schema
+
+
+# --- the policy, as YAML -----------------------------------------------------
+
+PLAIN_KEY = set(string.ascii_letters + string.digits + "_")
+
+
+def yaml(value, indent=0):
+    """Block YAML for dicts and lists; every string double-quoted (JSON
+    escapes are valid YAML), short scalar lists in flow style."""
+    pad = " " * indent
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        lines = []
+        for key, item in value.items():
+            key = key if set(key) <= PLAIN_KEY else json.dumps(key)
+            if isinstance(item, (dict, list)) and item and not is_flow(item):
+                lines.append(f"{pad}{key}:\n{yaml(item, indent + 2)}")
+            else:
+                lines.append(f"{pad}{key}: {yaml(item, indent + 2)}")
+        return "\n".join(lines)
+    if isinstance(value, list):
+        if is_flow(value):
+            return "[" + ", ".join(json.dumps(x) for x in value) + "]"
+        return "\n".join(f"{pad}- {yaml(item, indent + 2).lstrip()}" for item in value)
+    return json.dumps(value)
+
+
+def is_flow(value):
+    return isinstance(value, list) and all(not isinstance(x, (dict, list)) for x in value)
+
+
+# --- wire formats --------------------------------------------------------------
+# A call is (id characters, name sent, arguments text).
+
+
+def chat_completion(i, v, calls):
+    """One OpenAI Chat Completions response carrying `calls`, as a line."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    body = {
+        "id": "chatcmpl-" + v.alnum(29),
+        "object": "chat.completion",
+        "created": 1767225600 + i * 37,
+        "model": v.pick(["gpt-4o-2024-08-06", "gpt-4.1-mini-2025-04-14", "gpt-4o-mini-2024-07-18"]),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": None,
+                        "tool_calls": [{"id": "call_" + cid, "type": "function",
+                                        "function": {"name": name, "arguments": text}}
+                                       for cid, name, text in calls],
+                        "refusal": None, "annotations": []},
+            "logprobs": None,
+            "finish_reason": "tool_calls",
+        }],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion},
+        "service_tier": "default",
+        "system_fingerprint": "fp_" + v.alnum(10, "0123456789abcdef"),
+    }
+    return compact(body)
+
+
+CLAUDE_MODELS = ["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "claude-opus-4-1-20250805"]
+OPENERS = ["I'll take care of that.", "Let me look into this for you.", "Sure, one moment.",
+           "I'll do that now, step by step.", "Good idea: let me check first."]
+
+
+def message(i, v, calls, extra):
+    """The same calls as one Anthropic Messages response, as a line: a
+    `text` block (four times in five), then one `tool_use` block a call
+    whose `input` is the arguments object itself, sent as written (a key
+    twice stays twice). Arguments that are not a JSON object (a call cut
+    short, a Python dict) are sent as a string, which is what a client
+    that stores the streamed `partial_json` unparsed sends. The random
+    draws are those of `chat_completion`, so payload i holds the same
+    calls in both formats; what only this format has comes from `extra`."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    msg_id = v.alnum(29)
+    model = v.pick(CLAUDE_MODELS)  # the same draw as the OpenAI model
+    v.alnum(10, "0123456789abcdef")  # the system fingerprint OpenAI sends
+    content = []
+    if extra.random() < 0.8:
+        content.append({"type": "text", "text": extra.choice(OPENERS)})
+    inputs = []
+    for k, (cid, name, text) in enumerate(calls):
+        content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
+                        "input": f"\x00input{k}\x00"})
+        inputs.append(input_text(text))
+    body = {
+        "id": "msg_01" + msg_id[:22],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": extra.choice([0, 0, 1024, 2048]),
+                  "output_tokens": completion, "service_tier": "standard"},
+    }
+    line = compact(body)
+    for k, raw in enumerate(inputs):
+        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
+    return line
+
+
+def input_text(text):
+    """An arguments text as an Anthropic `input`: the object as written, or
+    the text as a string when it is not a JSON object."""
+    if text == "":
+        return "{}"
+    try:
+        parsed = json.loads(text, object_pairs_hook=list)
+    except ValueError:
+        return compact(text)
+    return text if isinstance(parsed, list) and text.startswith("{") else compact(text)
+
+
+# --- shapes --------------------------------------------------------------------
+
+# Every kind of defect a shape can hold, and the violation code toolgate
+# must report for it.
+CODES = {
+    "unknown_tool": "not_allowed",
+    "missing_required": "schema_violation",
+    "wrong_type": "schema_violation",
+    "enum_miss": "schema_violation",
+    "bad_format": "schema_violation",
+    "pattern_miss": "schema_violation",
+    "extra_property": "schema_violation",
+    "malformed_arguments": "malformed_arguments",
+    "duplicate_key": "duplicate_argument_key",
+    "arguments_to_no_arg_tool": "unexpected_arguments",
+    # deep
+    "deep_missing_required": "schema_violation",
+    "deep_pattern_miss": "schema_violation",
+    "one_of_none": "schema_violation",
+    "one_of_two": "schema_violation",
+    "unevaluated_property": "schema_violation",
+    # formats
+    "bad_email": "schema_violation",
+    "bad_date_time": "schema_violation",
+    "bad_date": "schema_violation",
+    "bad_uri": "schema_violation",
+    "bad_uuid": "schema_violation",
+    "bad_ipv4": "schema_violation",
+}
+
+
+def codes(*kinds):
+    """The kinds a shape holds, in the order its defects are drawn from,
+    with their codes."""
+    return {kind: CODES[kind] for kind in kinds}
+
+
+class Shape:
+    """A workload shape: its tools, how payloads pick them, valid arguments,
+    its defects and its wire format. Subclasses set the class attributes
+    and `arguments`; `tables` maps a defect kind to, per tool, the ways to
+    make one call defective: (key, bad value) pairs, or functions of
+    (arguments, values) that change the arguments and return the JSON
+    Pointer toolgate reports."""
+
+    name = ""
+    wire = "openai"  # or "anthropic"
+    tools = []  # (name, description, parameters)
+    tool_weights = None
+    call_counts, call_weights = [1], [1]
+    kinds = {}  # kind -> violation code
+    tables = {}
+    no_args = None
+    unknown_names = []
+
+    # What a subclass may change.
+
+    def arguments(self, tool, v):
+        raise NotImplementedError
+
+    def no_arg_extras(self, v):
+        return {"format": "iso8601"}
+
+    def pick_tools(self, v):
+        n = v.r.choices(self.call_counts, weights=self.call_weights)[0]
+        # Popular tools come up more often, as in real traffic.
+        return v.r.choices([name for name, _, _ in self.tools], weights=self.tool_weights, k=n)
+
+    def text(self, args, v):
+        """The arguments text a model sends."""
+        return compact(args)
+
+    def clean_call(self, v, tool):
+        if tool == self.no_args:
+            return v.pick(["{}", "{}", ""])
+        return self.text(self.arguments(tool, v), v)
+
+    def with_args(self):
+        return [name for name, _, _ in self.tools if name != self.no_args]
+
+    def required(self, tool):
+        return next(s for n, _, s in self.tools if n == tool)["required"]
+
+    def duplicated(self, args, v):
+        """The key a duplicate_key defect sends twice."""
+        return v.pick(list(args))
+
+    def malformed(self, args, v):
+        """Arguments text that is not JSON."""
+        text = self.text(args, v)
+        if v.maybe():  # cut short, as when the model hits max_tokens
+            return text[: v.r.randint(1, len(text) - 1)]
+        return repr(args)  # a Python dict instead of JSON
+
+    def defective_call(self, kind, v):
+        """(tool, arguments text, name sent, JSON Pointer of the defect)."""
+        if kind == "arguments_to_no_arg_tool":
+            args = self.no_arg_extras(v)
+            return self.no_args, compact(args), self.no_args, "/" + next(iter(args))
+        if kind in self.tables:
+            table = self.tables[kind]
+            tool = v.pick(sorted(table))
+            change = v.pick(table[tool])
+            args = self.arguments(tool, v)
+            if callable(change):
+                path = change(args, v)
+            else:
+                key, bad = change
+                args[key] = bad
+                # An extra property is reported at the property itself.
+                path = "/" + key
+            return tool, self.text(args, v), tool, path
+        tool = v.pick(self.with_args())
+        args = self.arguments(tool, v)
+        if kind == "unknown_tool":
+            return tool, self.text(args, v), v.pick(self.unknown_names), None
+        if kind == "missing_required":
+            key = v.pick(self.required(tool))
+            del args[key]
+            return tool, self.text(args, v), tool, "/" + key
+        if kind == "malformed_arguments":
+            return tool, self.malformed(args, v), tool, None
+        if kind == "duplicate_key":  # a key sent twice, each value valid alone
+            text = self.text(args, v)
+            key = self.duplicated(args, v)
+            again = self.arguments(tool, v).get(key, args[key])
+            text = text[:-1] + "," + compact({key: again})[1:]
+            return tool, text, tool, None  # the message names the key; no pointer
+        raise ValueError(kind)
+
+    # The generator.
+
+    def payload(self, i, v, defect, extra):
+        """One response as a line, its number of calls, and its defect record."""
+        tools = self.pick_tools(v)
+        calls, record = [], None
+        bad_at = v.r.randrange(len(tools)) if defect else -1
+        for index, tool in enumerate(tools):
+            if index == bad_at:
+                tool, text, name, path = self.defective_call(defect, v)
+                record = {"kind": defect, "code": self.kinds[defect], "call": index, "tool": name,
+                          "path": path}
+            else:
+                text, name = self.clean_call(v, tool), tool
+            calls.append((v.alnum(24), name, text))
+        if self.wire == "anthropic":
+            return message(i, v, calls, extra), len(calls), record
+        return chat_completion(i, v, calls), len(calls), record
+
+    def policy_yaml(self):
+        if self.wire == "anthropic":
+            tools = [{"name": n, "description": d, "input_schema": p} for n, d, p in self.tools]
+            shape = "Anthropic `tools` entries"
+        else:
+            tools = [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
+                     for n, d, p in self.tools]
+            shape = "OpenAI `tools` entries"
+        if self.name == "openai":
+            head = "# The tools of the check workload (bench/workload.py): OpenAI `tools` entries.\n"
+        else:
+            head = f"# The tools of the `{self.name}` check workload (bench/workload.py): {shape}.\n"
+        return head + "validate_formats: true\ntools:\n" + yaml(tools, 2) + "\n"
+
+
+def generate(shape, out_dir, count, seed):
+    """Write the workload of `shape` into `out_dir`; stats.json last."""
+    rng = random.Random(seed)
+    extra = random.Random(seed + 1)
+    v = Values(rng)
+    kinds = list(shape.kinds)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "policy.yaml"), "w", encoding="utf-8") as f:
+        f.write(shape.policy_yaml())
+    n_calls = n_bytes = 0
+    per_kind = {k: 0 for k in kinds}
+    with open(os.path.join(out_dir, "payloads.jsonl"), "w", encoding="utf-8") as out, \
+            open(os.path.join(out_dir, "defects.jsonl"), "w", encoding="utf-8") as bad:
+        for i in range(count):
+            defect = kinds[rng.randrange(len(kinds))] if rng.random() < 0.2 else None
+            line, calls, record = shape.payload(i, v, defect, extra)
+            out.write(line + "\n")
+            bad.write(compact({"payload": i, **(record or {"kind": "clean", "code": None})}) + "\n")
+            n_calls += calls
+            n_bytes += len(line.encode())
+            if defect:
+                per_kind[defect] += 1
+    defective = sum(per_kind.values())
+    stats = {"payloads": count, "calls": n_calls, "bytes": n_bytes, "defective": defective,
+             "per_kind": per_kind, "seed": seed}
+    if shape.name != "openai":  # the first shape's stats are as they always were
+        stats["shape"] = shape.name
+    with open(os.path.join(out_dir, "stats.json"), "w", encoding="utf-8") as f:
+        json.dump(stats, f, indent=1)
+    n = max(count, 1)
+    print(f"{count} {shape.name} payloads in {out_dir}: {n_bytes / n:.0f} bytes and "
+          f"{n_calls / n:.2f} calls on average; {defective} defective ({defective / n:.1%})",
+          file=sys.stderr)
+    for kind, number in per_kind.items():
+        print(f"  {kind:26} {number:5}  -> {shape.kinds[kind]}", file=sys.stderr)
