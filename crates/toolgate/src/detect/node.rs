@@ -439,12 +439,13 @@ pub(crate) fn parse_node(raw: Raw<'_>) -> Result<Node<'_>> {
 /// pairs with none (which serde's reader refuses for text).
 pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
     let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
-    if !inner.contains('\\') {
+    let Some(first) = backslash(inner.as_bytes()) else {
         return Some(Cow::Borrowed(inner));
-    }
+    };
     let mut out = String::with_capacity(inner.len());
     let mut rest = inner;
-    while let Some(at) = rest.find('\\') {
+    let mut next = Some(first);
+    while let Some(at) = next {
         out.push_str(&rest[..at]);
         let escape = rest.as_bytes().get(at + 1)?;
         // `None` past the text, or inside a character: no valid escape.
@@ -475,9 +476,31 @@ pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
             }
             _ => return None,
         });
+        next = backslash(rest.as_bytes());
     }
     out.push_str(rest);
     Some(Cow::Owned(out))
+}
+
+/// Where the first backslash of `bytes` is. Eight bytes at a time: in
+/// text dense with escapes, the runs between them are short, and a call
+/// to `memchr` per run costs more than the run.
+fn backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().ok()?) ^ (ONES * u64::from(b'\\'));
+        let found = word.wrapping_sub(ONES) & !word & HIGH;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    bytes[at..]
+        .iter()
+        .position(|&b| b == b'\\')
+        .map(|end| at + end)
 }
 
 /// The four hex digits at the start of `text`, as a number.
