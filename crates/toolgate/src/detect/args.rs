@@ -126,7 +126,7 @@ mod fast {
     use serde_json::{Map, Number, Value};
 
     use crate::detect::fast::special;
-    use crate::detect::node::unquote;
+    use crate::detect::node::escape;
 
     pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
         let mut read = Read {
@@ -242,22 +242,29 @@ mod fast {
             })
         }
 
+        /// A string, unescaped as it is scanned.
         fn string(&mut self) -> Option<String> {
             if self.peek()? != b'"' {
                 return None;
             }
-            let start = self.at;
             self.at += 1;
+            let mut out = String::new();
             loop {
-                self.at += special(self.bytes.get(self.at..)?)?;
-                match self.bytes[self.at] {
-                    b'"' => break,
-                    b'\\' => self.at += 2,
+                let end = self.at + special(self.bytes.get(self.at..)?)?;
+                out.push_str(self.text.get(self.at..end)?);
+                match self.bytes[end] {
+                    b'"' => {
+                        self.at = end + 1;
+                        return Some(out);
+                    }
+                    b'\\' => {
+                        let (decoded, used) = escape(self.text.get(end + 1..)?)?;
+                        out.push(decoded);
+                        self.at = end + 1 + used;
+                    }
                     _ => return None,
                 }
             }
-            self.at += 1;
-            unquote(self.text.get(start..self.at)?).map(std::borrow::Cow::into_owned)
         }
 
         fn number(&mut self) -> Option<Value> {

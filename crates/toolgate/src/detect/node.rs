@@ -447,39 +447,44 @@ pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
     let mut next = Some(first);
     while let Some(at) = next {
         out.push_str(&rest[..at]);
-        let escape = rest.as_bytes().get(at + 1)?;
         // `None` past the text, or inside a character: no valid escape.
-        rest = rest.get(at + 2..)?;
-        out.push(match escape {
-            b'"' => '"',
-            b'\\' => '\\',
-            b'/' => '/',
-            b'b' => '\u{8}',
-            b'f' => '\u{c}',
-            b'n' => '\n',
-            b'r' => '\r',
-            b't' => '\t',
-            b'u' => {
-                let unit = hex_unit(rest)?;
-                rest = &rest[4..];
-                match unit {
-                    0xD800..=0xDBFF => {
-                        let low = rest.strip_prefix("\\u").and_then(hex_unit)?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        rest = &rest[6..];
-                        char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
-                    }
-                    _ => char::from_u32(unit)?,
-                }
-            }
-            _ => return None,
-        });
+        let (decoded, used) = escape(rest.get(at + 1..)?)?;
+        out.push(decoded);
+        rest = rest.get(at + 1 + used..)?;
         next = backslash(rest.as_bytes());
     }
     out.push_str(rest);
     Some(Cow::Owned(out))
+}
+
+/// The character an escape stands for, given the text after its
+/// backslash, and how many bytes of that text it takes; `None` for an
+/// escape JSON does not have, or a surrogate that pairs with none.
+pub(crate) fn escape(after: &str) -> Option<(char, usize)> {
+    let decoded = match *after.as_bytes().first()? {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let unit = hex_unit(after.get(1..)?)?;
+            if !(0xD800..=0xDBFF).contains(&unit) {
+                return Some((char::from_u32(unit)?, 5));
+            }
+            let low = after.get(5..)?.strip_prefix("\\u").and_then(hex_unit)?;
+            if !(0xDC00..=0xDFFF).contains(&low) {
+                return None;
+            }
+            let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            return Some((char::from_u32(pair)?, 11));
+        }
+        _ => return None,
+    };
+    Some((decoded, 1))
 }
 
 /// Where the first backslash of `bytes` is. Eight bytes at a time: in
