@@ -10,6 +10,7 @@
 //! schema of the provider's to check, but the user's still holds.
 
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
 use crate::check::normalize;
 use crate::model::Arguments;
@@ -74,11 +75,11 @@ pub(crate) fn check(
 /// Everything the policy and the request say about one tool's arguments.
 struct Checks<'a> {
     /// The policy's declarations of the tool, then the request's.
-    declared: Vec<&'a ToolSpec>,
+    declared: SmallVec<[&'a ToolSpec; 2]>,
     /// The user's `required_params` for the tool.
-    required: Vec<&'a str>,
+    required: SmallVec<[&'a str; 4]>,
     /// The user's `schema` for the tool.
-    schemas: Vec<&'a ArgumentSchema>,
+    schemas: SmallVec<[&'a ArgumentSchema; 2]>,
     /// How many of `declared` are the policy's own.
     own: usize,
 }
@@ -90,7 +91,7 @@ impl<'a> Checks<'a> {
         if let Some(request) = request {
             declared.extend(request.find(name));
         }
-        let mut required: Vec<&str> = Vec::new();
+        let mut required: SmallVec<[&str; 4]> = SmallVec::new();
         for param in policy.required.find(name).flatten() {
             if !required.contains(&param.as_str()) {
                 required.push(param);

@@ -56,9 +56,9 @@ impl ToolTable {
 
     /// The declaration of `name` exactly, or else every declaration of the
     /// same tool once folded.
-    pub(crate) fn find(&self, name: &str) -> Vec<&ToolSpec> {
+    pub(crate) fn find(&self, name: &str) -> smallvec::SmallVec<[&ToolSpec; 2]> {
         if let Some(at) = self.index.position(name) {
-            return vec![&self.specs[at].1];
+            return smallvec::smallvec![&self.specs[at].1];
         }
         self.index
             .find(name)
