@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use memchr::memmem;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -27,6 +28,8 @@ pub struct Evaluator {
     base_dir: Option<PathBuf>,
     merged: Mutex<HashMap<String, Arc<Policy>>>,
     options: Options,
+    /// Finds `"policy"` in a line: only such a line can be a scenario.
+    policy_key: memmem::Finder<'static>,
 }
 
 /// How every trace is checked.
@@ -63,6 +66,7 @@ impl Evaluator {
             base_dir,
             merged: Mutex::new(HashMap::new()),
             options,
+            policy_key: memmem::Finder::new(b"\"policy\""),
         })
     }
 
@@ -89,7 +93,7 @@ impl Evaluator {
             phase: self.options.phase,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
-        if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {
+        if self.policy_key.find(trimmed).is_some() {
             if let Some(scenario) = Scenario::read(trimmed) {
                 return self.scenario(line, &scenario, options);
             }
