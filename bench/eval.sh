@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # `toolgate eval` over generated workloads (bench/workload.py: OpenAI Chat
 # Completions responses, 12 tools, a fifth defective) of 100k and 1M traces,
-# beside the Python + jsonschema baseline (bench/python_baseline.py). Prints
-# traces/s, calls/s and peak RSS per size, the ratio to Python, whether the
-# peak RSS stays within 10% from the smallest size to the largest, and
-# whether toolgate's counts match the workload's stats.json.
+# and 10M when asked (EVAL_SIZES="100000 1000000 10000000": about 11 GB of
+# workload on disk, checked before it is written), beside the Python +
+# jsonschema baseline (bench/python_baseline.py). Prints traces/s, calls/s
+# and peak RSS per size, the ratio to Python, the load average at the start
+# of each run, the goals of issue 12 beside the figures, met or missed (at
+# least 1,000,000 calls/s on this machine's cores at 100k traces, peak RSS
+# under 64 MiB and flat within 10% across the sizes), and whether toolgate's
+# counts match the workload's stats.json.
 #
 # Environment: EVAL_SIZES (default "100000 1000000"), EVAL_RUNS (toolgate
-# runs per size, best wall time and largest RSS kept; default 3),
+# runs per size, the median wall time and the largest RSS kept; default 3),
 # EVAL_PY_BUDGET (seconds: Python runs on a larger size only when its
 # estimate from the smallest size is under this; default 600).
 set -euo pipefail
@@ -35,7 +39,16 @@ fi
 for n in $sizes; do
   dir="$target/eval-workload-$n"
   # stats.json is written last: without it, the workload is incomplete.
-  [ -f "$dir/stats.json" ] || python3 bench/workload.py "$dir" --count "$n"
+  [ -f "$dir/stats.json" ] && continue
+  # About 1.1 KB a trace (payloads and defects), and 1 GiB to spare.
+  need_kb=$(( n * 11 / 10 + (1 << 20) ))
+  mkdir -p "$dir"
+  free_kb="$(df -Pk "$dir" | awk 'NR == 2 {print $4}')"
+  if [ "$free_kb" -lt "$need_kb" ]; then
+    echo "eval workload of $n traces: needs about $(( need_kb >> 20 )) GiB, $(( free_kb >> 20 )) GiB free in $dir" >&2
+    exit 1
+  fi
+  python3 bench/workload.py "$dir" --count "$n"
 done
 
 cargo build --release -p toolgate-cli
