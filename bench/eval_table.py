@@ -88,9 +88,24 @@ def median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
+def workload_stats(opts, n):
+    """The stats of the traces a size ran: its own workload's, or those of the
+    workload it streamed, times the repeats (source-N.txt)."""
+    base, repeats = n, 1
+    path = os.path.join(opts.out, f"source-{n}.txt")
+    if os.path.exists(path):
+        base, repeats = (int(x) for x in open(path).read().split())
+    stats = json.load(open(os.path.join(opts.target, f"eval-workload-{base}", "stats.json")))
+    for key in ("payloads", "calls", "bytes", "defective"):
+        stats[key] *= repeats
+    stats["per_kind"] = {kind: count * repeats for kind, count in stats["per_kind"].items()}
+    stats["streamed_from"] = base if repeats > 1 else None
+    return stats
+
+
 def toolgate_row(opts, n, problems):
     """One size: every run's figures, the median and best wall times."""
-    stats = json.load(open(os.path.join(opts.target, f"eval-workload-{n}", "stats.json")))
+    stats = workload_stats(opts, n)
     want = expected(stats)
     runs = []
     for r in range(1, opts.runs + 1):
@@ -106,6 +121,7 @@ def toolgate_row(opts, n, problems):
     best = min(x["wall"] for x in runs)
     return {
         "size": n,
+        "streamed_from": stats["streamed_from"],
         "calls": calls,
         "runs": runs,
         "wall": wall,
@@ -120,7 +136,7 @@ def toolgate_row(opts, n, problems):
 
 def python_figures(opts, row, problems):
     n = row["size"]
-    stats = json.load(open(os.path.join(opts.target, f"eval-workload-{n}", "stats.json")))
+    stats = workload_stats(opts, n)
     for p in sorted({1, opts.cores}):
         path = os.path.join(opts.out, f"python-{n}-p{p}.json")
         py = json.load(open(path)) if os.path.exists(path) else {"skipped": True}
@@ -164,7 +180,9 @@ def print_table(opts, results):
     for row in results:
         for p in sorted({1, opts.cores}):
             py = row[f"python_p{p}"]
-            if py.get("skipped"):
+            if py.get("streamed"):
+                print(f"python {p}p on {row['size']:,}: skipped, the traces were streamed")
+            elif py.get("skipped"):
                 print(f"python {p}p on {row['size']:,}: skipped, estimated {py.get('estimated_seconds', '?')} s")
             else:
                 print(f"python {p}p on {row['size']:,}: {py['seconds']} s, {py['invalid_calls']:,} invalid calls "
@@ -173,6 +191,9 @@ def print_table(opts, results):
         loads = ", ".join(f"{x['load']:.2f}" for x in row["runs"])
         walls = ", ".join(f"{x['wall']:.2f}" for x in row["runs"])
         print(f"toolgate on {row['size']:,}: wall {walls} s; 1-minute load average at the start of each: {loads}")
+        if row["streamed_from"]:
+            print(f"  (streamed: the workload of {row['streamed_from']:,} traces "
+                  f"{row['size'] // row['streamed_from']} times through a pipe, read from standard input)")
 
 
 def goals(opts, results):
@@ -234,7 +255,7 @@ def main():
 
 
 def want_defective(opts, n):
-    return json.load(open(os.path.join(opts.target, f"eval-workload-{n}", "stats.json")))["defective"]
+    return workload_stats(opts, n)["defective"]
 
 
 if __name__ == "__main__":
