@@ -6,9 +6,9 @@
 //! batches it adds every checked batch that is next in input order, writes
 //! its `--out` lines and gives it back. No thread waits for a reader or a
 //! fold to be scheduled, and a fixed number of batches exists, so memory
-//! holds a few batches whatever the size of the dataset; when a worker
-//! falls behind, the others go on with the next batches until every batch
-//! waits for its one.
+//! holds a few batches whatever the size of the dataset. When a worker is
+//! slow with a batch (descheduled, a long line), the others go on with the
+//! next ones, until every batch in use is checked and waits behind it.
 
 use std::collections::BTreeMap;
 use std::io;
