@@ -26,7 +26,7 @@ use crate::summary::Summary;
 
 /// Batches per worker: the one it checks, and enough checked ahead to
 /// keep the others busy while one is descheduled for a few batches.
-const BATCHES_PER_WORKER: usize = 8;
+const BATCHES_PER_WORKER: usize = 4;
 
 /// Check every batch that `fill` cuts from the input (it returns `false`
 /// at the end) and fold them into a summary.
