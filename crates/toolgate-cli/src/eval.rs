@@ -3,7 +3,7 @@
 //! output files and the CI gates.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -61,15 +61,13 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
 
     let stdin = args.dataset.as_os_str() == "-";
     let name = args.dataset.display().to_string();
-    let (input, size): (Box<dyn std::io::BufRead + Send>, Option<u64>) = if stdin {
-        (
-            Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())),
-            None,
-        )
+    // Read unbuffered: the run reads straight into its batches.
+    let (input, size): (Box<dyn Read + Send>, Option<u64>) = if stdin {
+        (Box::new(std::io::stdin()), None)
     } else {
         let file = File::open(&args.dataset).with_context(|| format!("cannot read {name}"))?;
         let size = file.metadata().ok().map(|m| m.len());
-        (Box::new(BufReader::with_capacity(1 << 20, file)), size)
+        (Box::new(file), size)
     };
     let json_document = args.dataset.extension().is_some_and(|e| e == "json");
 

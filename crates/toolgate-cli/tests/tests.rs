@@ -537,6 +537,59 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
 }
 
 #[test]
+fn eval_out_keeps_input_order_over_many_batches_of_standard_input() {
+    // About 1.5 MB: several batches, read from a pipe.
+    let pad = "z".repeat(400);
+    let line = |n: usize| match n {
+        n if n % 500 == 0 => TRACE_BAD.to_owned(),
+        _ => format!(r#"[{{"name": "search", "arguments": {{"q": "{pad}"}}}}]"#),
+    };
+    let mut lines: Vec<String> = (1..=3500).map(line).collect();
+    let policy = policy_file("many-policy.yaml", "allowed_functions: [search]\n");
+    let out_path = policy.with_file_name("many-verdicts.jsonl");
+    let run = |lines: &[String], strict: bool| {
+        let mut command = toolgate();
+        command.args(["eval", "-", "--policy"]).arg(&policy);
+        command.arg("--out").arg(&out_path);
+        if strict {
+            command.arg("--strict");
+        }
+        command.write_stdin(lines.join("\n")).assert()
+    };
+    let out = run(&lines, false).success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("traces       3500  (3493 passed, 7 failed)"),
+        "{stdout}"
+    );
+    let numbers = |text: &str| -> Vec<u64> {
+        text.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["line"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let written = std::fs::read_to_string(&out_path).unwrap();
+    assert_eq!(numbers(&written), (1..=3500).collect::<Vec<u64>>());
+
+    lines[2999] = "not json".to_owned();
+    let out = run(&lines, true).code(2);
+    assert!(
+        stderr(&out).contains("line 3000: not_json"),
+        "{}",
+        stderr(&out)
+    );
+    let written = std::fs::read_to_string(&out_path).unwrap();
+    assert_eq!(
+        numbers(&written),
+        (1..=3000).collect::<Vec<u64>>(),
+        "--out holds every line up to the bad one"
+    );
+}
+
+#[test]
 fn eval_reads_standard_input_and_refuses_bad_policies() {
     let out = toolgate()
         .args(["eval", "-"])

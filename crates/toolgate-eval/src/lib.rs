@@ -4,10 +4,14 @@
 //! any payload `toolgate::detect` reads, or `{"output": <payload>,
 //! "policy": {...}}` whose policy keys override the base policy for that
 //! trace. An [`Evaluator`] holds the compiled policy; [`run_lines`] streams
-//! the lines in batches, checks each batch on all cores, and folds the
-//! verdicts in line order into a [`Summary`]; [`text`] prints it.
+//! the lines in batches, checks the batches on all cores, reducing each
+//! verdict to counters on the core that made it, and folds the batches in
+//! line order into a [`Summary`]; [`text`] prints it.
 
 pub mod aggregate;
+mod batch;
+mod pipeline;
+mod read;
 pub mod report;
 pub mod run;
 pub mod scenario;

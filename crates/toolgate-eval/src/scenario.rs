@@ -1,12 +1,15 @@
 //! One line of a dataset: a payload, or `{"output": <payload>, "policy":
 //! {...}}` whose policy keys override the base policy for that scenario.
 //! Overrides of the expectation keys reuse the compiled base policy; any
-//! other key compiles the merged policy once and keeps it (a bounded cache).
+//! other key compiles the merged policy. Either is compiled once for each
+//! text of `policy` and kept (a bounded cache), so rows that share their
+//! overrides share the work.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use memchr::memmem;
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -15,7 +18,7 @@ use toolgate::{detect_with, CheckOptions, Policy, Verdict};
 
 use crate::summary::BadLine;
 
-/// Most merged policies kept compiled at once.
+/// Most texts of `policy` kept compiled at once.
 const CACHE: usize = 256;
 
 /// The base policy, and the policies scenarios derive from it.
@@ -25,8 +28,11 @@ pub struct Evaluator {
     /// The base policy's keys, for merging overrides.
     base_value: Value,
     base_dir: Option<PathBuf>,
-    merged: Mutex<HashMap<String, Arc<Policy>>>,
+    /// What each text of `policy` compiled to.
+    overrides: Mutex<FxHashMap<Box<str>, Arc<Override>>>,
     options: Options,
+    /// Finds `"policy"` in a line: only such a line can be a scenario.
+    policy_key: memmem::Finder<'static>,
 }
 
 /// How every trace is checked.
@@ -61,8 +67,9 @@ impl Evaluator {
             base,
             base_value,
             base_dir,
-            merged: Mutex::new(HashMap::new()),
+            overrides: Mutex::new(FxHashMap::default()),
             options,
+            policy_key: memmem::Finder::new(b"\"policy\""),
         })
     }
 
@@ -89,7 +96,7 @@ impl Evaluator {
             phase: self.options.phase,
         };
         // Only a line naming `"policy"` can be a scenario with overrides.
-        if memchr::memmem::find(trimmed, b"\"policy\"").is_some() {
+        if self.policy_key.find(trimmed).is_some() {
             if let Some(scenario) = Scenario::read(trimmed) {
                 return self.scenario(line, &scenario, options);
             }
@@ -99,45 +106,71 @@ impl Evaluator {
 
     fn scenario(&self, line: u64, scenario: &Scenario<'_>, options: CheckOptions<'_>) -> Outcome {
         let payload = scenario.output.get().as_bytes();
-        let Some(overrides) = scenario.policy.as_ref().filter(|o| !o.is_empty()) else {
+        let Some(raw) = scenario.policy else {
             return verdict(line, payload, &self.base, self.base.expectations(), options);
         };
-        match self.base.override_expectations(overrides) {
-            Some(Ok(expect)) => return verdict(line, payload, &self.base, &expect, options),
-            Some(Err(err)) => return bad(line, "bad_policy", &err.to_string()),
-            None => {}
-        }
-        match self.merged(overrides) {
-            Ok(policy) => verdict(line, payload, &policy, policy.expectations(), options),
-            Err(err) => bad(line, "bad_policy", &err.to_string()),
+        match &*self.compiled(raw) {
+            Override::Base => verdict(line, payload, &self.base, self.base.expectations(), options),
+            Override::Expect(expect) => verdict(line, payload, &self.base, expect, options),
+            Override::Policy(policy) => {
+                verdict(line, payload, policy, policy.expectations(), options)
+            }
+            Override::Bad(message) => bad(line, "bad_policy", message),
         }
     }
 
-    /// The base policy with `overrides` replacing its keys, compiled once.
-    fn merged(&self, overrides: &Map<String, Value>) -> Result<Arc<Policy>, toolgate::PolicyError> {
-        let key = serde_json::to_string(overrides).unwrap_or_default();
-        if let Some(found) = self
-            .merged
-            .lock()
-            .ok()
-            .and_then(|cache| cache.get(&key).cloned())
-        {
-            return Ok(found);
+    /// What the overrides `raw` come to, compiled once for each text.
+    fn compiled(&self, raw: &RawValue) -> Arc<Override> {
+        let lock = || {
+            self.overrides
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some(found) = lock().get(raw.get()) {
+            return Arc::clone(found);
         }
+        let compiled = Arc::new(self.compile(raw));
+        let mut cache = lock();
+        if cache.len() < CACHE {
+            cache.insert(raw.get().into(), Arc::clone(&compiled));
+        }
+        compiled
+    }
+
+    fn compile(&self, raw: &RawValue) -> Override {
+        let overrides = match serde_json::from_str::<Map<String, Value>>(raw.get()) {
+            Ok(overrides) if overrides.is_empty() => return Override::Base,
+            Ok(overrides) => overrides,
+            Err(err) => return Override::Bad(err.to_string()),
+        };
+        match self.base.override_expectations(&overrides) {
+            Some(Ok(expect)) => return Override::Expect(expect),
+            Some(Err(err)) => return Override::Bad(err.to_string()),
+            None => {}
+        }
+        // The base policy with `overrides` replacing its keys.
         let mut value = self.base_value.clone();
         if let Value::Object(map) = &mut value {
-            for (k, v) in overrides {
-                map.insert(k.clone(), v.clone());
-            }
+            map.extend(overrides);
         }
-        let policy = Arc::new(Policy::from_value(&value, self.base_dir.as_deref())?);
-        if let Ok(mut cache) = self.merged.lock() {
-            if cache.len() < CACHE {
-                cache.insert(key, Arc::clone(&policy));
-            }
+        match Policy::from_value(&value, self.base_dir.as_deref()) {
+            Ok(policy) => Override::Policy(Box::new(policy)),
+            Err(err) => Override::Bad(err.to_string()),
         }
-        Ok(policy)
     }
+}
+
+/// What a scenario's `policy` object comes to.
+#[derive(Debug)]
+enum Override {
+    /// No keys: the base policy.
+    Base,
+    /// Expectation keys only: the base policy with these expectations.
+    Expect(Expectations),
+    /// Other keys: the base policy with them, compiled.
+    Policy(Box<Policy>),
+    /// Not a valid policy: the line is a bad line, with this message.
+    Bad(String),
 }
 
 /// Judge one payload: a verdict, or a bad line when it holds no payload.
@@ -173,17 +206,22 @@ fn bad(line: u64, kind: &str, message: &str) -> Outcome {
     })
 }
 
-/// `{"output": <payload>, "policy": {...}}`, other keys ignored.
+/// `{"output": <payload>, "policy": {...}}`, other keys ignored; the
+/// policy is kept as written, the key of its compiled form.
 #[derive(Deserialize)]
 struct Scenario<'a> {
     #[serde(borrow)]
     output: &'a RawValue,
-    #[serde(default)]
-    policy: Option<Map<String, Value>>,
+    #[serde(default, borrow)]
+    policy: Option<&'a RawValue>,
 }
 
 impl<'a> Scenario<'a> {
+    /// The scenario of a line; `None` when the line is not one (then it is
+    /// read as a payload), as when its `policy` is not an object.
     fn read(text: &'a [u8]) -> Option<Self> {
-        serde_json::from_slice(text).ok()
+        let scenario: Scenario<'a> = serde_json::from_slice(text).ok()?;
+        let object = scenario.policy.is_none_or(|raw| raw.get().starts_with('{'));
+        object.then_some(scenario)
     }
 }

@@ -185,3 +185,25 @@ fn lines_split_across_reads_and_line_ends_read_alike() {
     assert_eq!(whole.bad_line_samples[0].line, 5);
     assert_eq!(whole.failing[0].line, 2);
 }
+
+#[test]
+fn overrides_shared_by_many_lines_apply_alike_and_past_the_cache() {
+    let scenario = |policy: &str| format!(r#"{{"output": {GOOD}, "policy": {policy}}}"#);
+    let kinds = [
+        r#"{"expected": ["search", "send_email"]}"#,
+        r#"{"forbidden": ["search"]}"#,
+        r#"{"expected": 7}"#,
+        "{}",
+        "null",
+    ];
+    let mut lines: Vec<String> = (0..500).map(|i| scenario(kinds[i % kinds.len()])).collect();
+    // More distinct overrides than the cache keeps.
+    lines.extend((1..=300).map(|n| scenario(&format!(r#"{{"min_tools": {n}}}"#))));
+    let s = run(&lines.join("\n"));
+    assert_eq!(s.bad_lines, 100);
+    assert!(s.bad_line_samples.iter().all(|b| b.kind == "bad_policy"));
+    assert_eq!(s.codes["missing_expected_tools"].count, 100);
+    assert_eq!(s.codes["forbidden"].count, 100);
+    assert_eq!(s.codes["too_few_tools"].count, 299);
+    assert_eq!((s.traces, s.passed), (700, 201));
+}

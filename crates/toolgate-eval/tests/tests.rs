@@ -1,5 +1,6 @@
 //! toolgate-eval: runs over small datasets, summaries and reports.
 
+mod batches;
 mod report;
 mod report_run;
 mod run;

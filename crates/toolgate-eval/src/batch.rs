@@ -1,0 +1,90 @@
+//! A batch of lines and what checking it came to. A batch goes from the
+//! reader to a worker, to the fold and back to the reader: its buffers (the
+//! lines, the `--out` bytes, the tally) are reused, so how many batches
+//! exist bounds the memory of a run.
+
+use std::any::Any;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+
+use crate::aggregate::{RowHints, Tally};
+use crate::scenario::{Evaluator, Outcome};
+use crate::summary::BadLine;
+
+/// A block of whole lines, then what their checks found.
+#[derive(Default)]
+pub(crate) struct Batch {
+    /// Its place in the input: the fold adds batches in this order.
+    pub(crate) seq: u64,
+    /// The 1-based number of its first line.
+    pub(crate) first: u64,
+    /// The lines, in the first `filled` bytes.
+    pub(crate) data: Vec<u8>,
+    pub(crate) filled: usize,
+    /// Where each line lies in `data`, without its line end.
+    pub(crate) lines: Vec<(usize, usize)>,
+    /// Input bytes the batch stands for (skipped bytes of an over-long
+    /// line included).
+    pub(crate) bytes: u64,
+    /// Reading failed after the lines of this batch.
+    pub(crate) error: Option<io::Error>,
+    /// The `--out` lines of its lines, in order.
+    pub(crate) out: Vec<u8>,
+    pub(crate) tally: Tally,
+    /// The lines that held no trace, each with where its `--out` line ends.
+    pub(crate) bad: Vec<(BadLine, usize)>,
+    /// A check panicked: the fold raises it again.
+    pub(crate) panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Batch {
+    /// Check every line, writing `--out` lines when `write_out`; stops
+    /// early when `stop` is set (the run is over).
+    pub(crate) fn check(
+        &mut self,
+        evaluator: &Evaluator,
+        write_out: bool,
+        hints: &RowHints,
+        stop: &AtomicBool,
+    ) {
+        self.out.clear();
+        self.bad.clear();
+        for (at, &(start, end)) in self.lines.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let line = self.first + at as u64;
+            match evaluator.line(line, &self.data[start..end]) {
+                Outcome::Blank => {}
+                Outcome::Verdict(verdict) => {
+                    if write_out {
+                        out_line(&mut self.out, line, "verdict", &verdict);
+                    }
+                    self.tally.verdict(line, verdict, hints);
+                }
+                Outcome::Bad(bad) => {
+                    if write_out {
+                        out_line(&mut self.out, line, "error", &bad);
+                    }
+                    self.bad.push((bad, self.out.len()));
+                }
+            }
+        }
+    }
+}
+
+/// Append `{"line": N, "<key>": value}` and a line end to `out`; only the
+/// line end when the value cannot be written.
+fn out_line(out: &mut Vec<u8>, line: u64, key: &str, value: &impl Serialize) {
+    let start = out.len();
+    // Writing to a `Vec` cannot fail.
+    let _ = write!(out, "{{\"line\":{line},\"{key}\":");
+    if serde_json::to_writer(&mut *out, value).is_ok() {
+        out.push(b'}');
+    } else {
+        out.truncate(start);
+    }
+    out.push(b'\n');
+}
