@@ -24,6 +24,9 @@ const PAUSE: Duration = Duration::from_millis(10);
 const RETRY: Duration = Duration::from_millis(500);
 /// Log bytes read at most per transaction.
 const READ_AT_MOST: u64 = 4 << 20;
+/// The indexer's nice value: when the cores are busy, the requests' own
+/// threads (the runtime's, the audit writer) go first.
+const NICE: i32 = 10;
 
 /// Start the indexer of `shared`'s log into `index`.
 pub(crate) fn spawn(
@@ -42,7 +45,13 @@ pub(crate) fn spawn(
     };
     std::thread::Builder::new()
         .name("toolgate-audit-index".into())
-        .spawn(move || indexer.run())
+        .spawn(move || {
+            let me = rustix::thread::gettid();
+            if let Err(err) = rustix::process::setpriority_process(Some(me), NICE) {
+                tracing::debug!(error = %err, "cannot lower the audit indexer's priority");
+            }
+            indexer.run();
+        })
         .map(drop)
         .map_err(|err| format!("cannot start the audit indexer: {err}"))
 }

@@ -24,6 +24,7 @@
 mod index;
 mod jsonl;
 mod log;
+mod pipeline;
 mod postgres;
 mod sqlite;
 
@@ -202,7 +203,9 @@ fn redact_value(value: &mut Value, keys: &[String]) {
     }
 }
 
-type Job = (AuditRecord, oneshot::Sender<Result<(), String>>);
+/// Where a request learns whether its record is durable.
+type Reply = oneshot::Sender<Result<(), String>>;
+type Job = (AuditRecord, Reply);
 
 /// The handle requests commit through.
 #[derive(Debug)]
@@ -242,29 +245,31 @@ impl Audit {
         let path = settings.sqlite.as_deref().unwrap_or("toolgate-audit.db");
         let index = sqlite::SqliteIndex::open(path).map_err(ConfigError)?;
         let position = index.position().map_err(ConfigError)?;
-        let store = log::LogStore::open(&log_dir(path), position).map_err(ConfigError)?;
-        let shared = store.shared();
+        let log = log::LogStore::open(&log_dir(path), position).map_err(ConfigError)?;
+        let shared = log.shared();
         index::spawn(Arc::clone(&shared), index, metrics.index_lag.clone()).map_err(ConfigError)?;
-        Ok(Audit::start(
-            Box::new(store),
+        let (sender, receiver) = mpsc::channel::<Job>(QUEUE);
+        let open = Arc::new(AtomicBool::new(true));
+        pipeline::spawn(log, receiver, metrics, &open)
+            .map_err(|err| ConfigError(format!("cannot start the audit writers: {err}")))?;
+        Ok(Audit {
+            sender,
             redact,
-            metrics,
-            Some(shared),
-            QUEUE,
-        ))
+            open,
+            log: Some(shared),
+        })
     }
 
     /// Commit to `store` directly, on a writer thread of its own.
     #[must_use]
     pub fn spawn(store: Box<dyn AuditStore>, redact: Vec<String>, metrics: &AuditMetrics) -> Audit {
-        Audit::start(store, redact, metrics, None, QUEUE)
+        Audit::start(store, redact, metrics, QUEUE)
     }
 
     fn start(
         store: Box<dyn AuditStore>,
         redact: Vec<String>,
         metrics: &AuditMetrics,
-        log: Option<Arc<log::Shared>>,
         queue: usize,
     ) -> Audit {
         let (sender, receiver) = mpsc::channel::<Job>(queue);
@@ -281,7 +286,7 @@ impl Audit {
             sender,
             redact,
             open,
-            log,
+            log: None,
         }
     }
 
@@ -326,9 +331,9 @@ impl Drop for Stopped {
     }
 }
 
-/// The writer thread: every record waiting, up to [`MAX_BATCH`], is one
-/// group, written with one `store.write`; then each of its requests gets
-/// the outcome. `open` is cleared when it ends.
+/// The writer thread of a store committed directly: each group written
+/// with one `store.write`, then each of its requests gets the outcome.
+/// `open` is cleared when it ends.
 fn write_groups(
     mut store: Box<dyn AuditStore>,
     mut receiver: mpsc::Receiver<Job>,
@@ -339,19 +344,8 @@ fn write_groups(
     // queue closes: a request refused for a stopped writer sees it so.
     let _stopped = Stopped(open);
     let mut batch: Vec<AuditRecord> = Vec::with_capacity(MAX_BATCH);
-    let mut waiting: Vec<oneshot::Sender<Result<(), String>>> = Vec::with_capacity(MAX_BATCH);
-    while let Some((record, reply)) = receiver.blocking_recv() {
-        batch.push(record);
-        waiting.push(reply);
-        while batch.len() < MAX_BATCH {
-            match receiver.try_recv() {
-                Ok((record, reply)) => {
-                    batch.push(record);
-                    waiting.push(reply);
-                }
-                Err(_) => break,
-            }
-        }
+    let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
+    while gather(&mut receiver, &mut batch, &mut waiting) {
         let began = std::time::Instant::now();
         let outcome = store.write(&batch);
         metrics.group(batch.len(), began.elapsed());
@@ -361,8 +355,34 @@ fn write_groups(
         for reply in waiting.drain(..) {
             let _ = reply.send(outcome.clone());
         }
-        batch.clear();
     }
+}
+
+/// The next group: wait for a record, then take every record waiting, up
+/// to [`MAX_BATCH`], into `batch` and their replies into `replies` (both
+/// emptied first). False once the queue has closed.
+fn gather(
+    receiver: &mut mpsc::Receiver<Job>,
+    batch: &mut Vec<AuditRecord>,
+    replies: &mut Vec<Reply>,
+) -> bool {
+    batch.clear();
+    replies.clear();
+    let Some((record, reply)) = receiver.blocking_recv() else {
+        return false;
+    };
+    batch.push(record);
+    replies.push(reply);
+    while batch.len() < MAX_BATCH {
+        match receiver.try_recv() {
+            Ok((record, reply)) => {
+                batch.push(record);
+                replies.push(reply);
+            }
+            Err(_) => break,
+        }
+    }
+    true
 }
 
 /// The log directory of the SQLite index at `path`.

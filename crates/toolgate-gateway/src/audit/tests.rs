@@ -179,7 +179,6 @@ async fn a_full_queue_refuses_records_at_once() {
         Box::new(store),
         Vec::new(),
         &AuditMetrics::default(),
-        None,
         1,
     ));
     let first = tokio::spawn({

@@ -105,7 +105,8 @@ fn a_failed_write_is_refused_and_the_log_goes_on_in_a_new_segment() {
     store.write(&records(0, 2, 10)).unwrap();
     let before = durable(&store);
     // The segment, open for reading only: the next write fails.
-    store.file = std::fs::File::open(store.shared.segment_path(store.start)).unwrap();
+    store.file =
+        std::sync::Arc::new(std::fs::File::open(store.shared.segment_path(store.start)).unwrap());
     let err = store.write(&records(2, 1, 10)).unwrap_err();
     assert!(err.contains("audit log"), "{err}");
     assert_eq!(
@@ -122,6 +123,37 @@ fn a_failed_write_is_refused_and_the_log_goes_on_in_a_new_segment() {
     let mut expected = ids(0, 2);
     expected.extend(ids(3, 1));
     assert_eq!(read_back(&store.shared(), 0, end), expected);
+}
+
+/// Groups are synced while later ones are written. When a sync fails,
+/// that group and the ones written after it are in doubt: the log rewinds
+/// to where it started, and the next group goes there, in a new segment
+/// (the doubtful ones, even in segments of their own, are gone).
+#[test]
+fn a_failed_sync_rewinds_the_log_past_every_later_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log");
+    let mut store = LogStore::open(&path, 0).unwrap();
+    let first = store.append(&records(0, 1, 10)).unwrap();
+    let failed = store.append(&records(1, 1, 10)).unwrap();
+    // A later group that did not fit: written to a segment of its own.
+    let later = store.append(&records(2, 3, 400_000)).unwrap();
+    assert_eq!(store.start, failed.end);
+    first.sync().unwrap();
+    store.publish(first.end);
+    store.rewind(failed.start);
+    let next = store.append(&records(5, 1, 10)).unwrap();
+    assert_eq!(next.start, failed.start);
+    next.sync().unwrap();
+    store.publish(next.end);
+    assert!(!store.shared.segment_path(later.start).exists());
+    assert_eq!(store.shared.state().segments, vec![0, failed.start]);
+    drop(store);
+
+    let store = LogStore::open(&path, 0).unwrap();
+    let mut expected = ids(0, 1);
+    expected.extend(ids(5, 1));
+    assert_eq!(read_back(&store.shared(), 0, next.end), expected);
 }
 
 #[test]
