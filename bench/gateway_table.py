@@ -59,6 +59,31 @@ def histograms(path):
     return found
 
 
+def bucket_quantiles(before_path, after_path, metric, quantiles=(0.5, 0.99)):
+    """Upper bounds, in ms, of the quantiles of a histogram without labels
+    over a run (from its buckets before and after), or None."""
+
+    def buckets(path):
+        found = {}
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(metric + "_bucket{"):
+                    le = line.split('le="', 1)[1].split('"', 1)[0]
+                    found[le] = float(line.rsplit(" ", 1)[1])
+        return found
+
+    before, after = buckets(before_path), buckets(after_path)
+    diff = [(le, after[le] - before.get(le, 0.0)) for le in after]
+    total = dict(diff).get("+Inf", 0.0)
+    if total <= 0:
+        return None
+    bounds = []
+    for q in quantiles:
+        le = next(le for le, count in diff if count >= q * total)
+        bounds.append(float("inf") if le == "+Inf" else float(le) * 1e3)
+    return bounds
+
+
 def inside(out, run, route):
     """The gateway's mean ms per request during a run, by stage."""
     name = run["label"].replace(" ", "_").replace("=", "_")
@@ -89,6 +114,9 @@ def inside(out, run, route):
     if groups > 0 and commit_count > 0:
         stages["audit_group"] = records / groups
         stages["audit_commit"] = commit_sum / commit_count * 1e3
+        stages["audit_commit_quantiles"] = bucket_quantiles(
+            before_path, after_path, "toolgate_audit_commit_duration_seconds"
+        )
     return stages
 
 
@@ -222,9 +250,11 @@ def print_inside(out, through, route, g):
         f"all {stages['request']:.3f}"
     )
     if "audit_commit" in stages:
+        bounds = stages.get("audit_commit_quantiles")
+        spread = f" (p50 at most {bounds[0]:g}, p99 at most {bounds[1]:g} ms)" if bounds else ""
         print(
             f"    audit writer: {stages['audit_group']:.2f} records a group, "
-            f"{stages['audit_commit']:.3f} ms to write and sync one"
+            f"{stages['audit_commit']:.3f} ms to write and sync one{spread}"
         )
 
 

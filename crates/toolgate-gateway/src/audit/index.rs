@@ -39,7 +39,8 @@ pub(crate) fn spawn(
         shared,
         index,
         position,
-        synced: position,
+        // Nothing is let go before a checkpoint of this run completes.
+        synced: 0,
         checkpointed: Instant::now(),
         lag,
     };
@@ -136,7 +137,7 @@ impl Indexer {
             Ok(false) => {}
             Err(err) => tracing::warn!(error = %err, "audit index checkpoint failed"),
         }
-        self.shared.recycle(self.synced);
+        self.shared.synced(self.synced);
         self.shared.prepare_spare();
         self.lag
             .set(i64::try_from(self.shared.lag()).unwrap_or(i64::MAX));

@@ -10,6 +10,7 @@
 //! report success for a file whose earlier error another one took).
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -116,8 +117,10 @@ impl Pipeline {
             (seq, intake.log.append(&batch), began)
         };
         let outcome = match appended {
-            Ok(group) => group
-                .sync()
+            // A sync that panicked is a failed one: its group is answered,
+            // so the groups after it are not left waiting for it.
+            Ok(group) => std::panic::catch_unwind(AssertUnwindSafe(|| group.sync()))
+                .unwrap_or_else(|_| Err("the audit log's sync panicked".to_owned()))
                 .map(|()| group.end)
                 .map_err(|err| (Some(group.start), err)),
             Err(err) => Err((None, err)),

@@ -103,6 +103,7 @@ impl LogStore {
                 capacity: 0,
                 durable: end,
                 indexed: from,
+                synced: from,
                 spares: listing.spares,
                 making: Vec::new(),
                 writer_stopped: false,
@@ -181,17 +182,21 @@ impl LogStore {
         self.shared.durable_up_to(end);
     }
 
-    /// Refuse records while the index is too far behind.
+    /// Refuse records while the log holds too much that the index does
+    /// not hold on disk: the log may not grow without end.
     fn check_backlog(&self) -> Result<(), String> {
         let state = self.shared.state();
-        let behind = self.next.saturating_sub(state.indexed);
+        let behind = self.next.saturating_sub(state.synced);
         if behind <= MAX_BACKLOG {
             return Ok(());
         }
-        let why = state
-            .index_error
-            .as_deref()
-            .unwrap_or("it is not keeping up");
+        let why = match &state.index_error {
+            Some(why) => why.as_str(),
+            None if state.indexed > state.synced => {
+                "its checkpoints do not complete: does a reader keep a transaction open on it?"
+            }
+            None => "it is not keeping up",
+        };
         Err(format!(
             "the audit index is {} MiB behind its log ({why}); nothing is released until it catches up",
             behind >> 20

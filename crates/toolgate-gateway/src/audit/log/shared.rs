@@ -27,6 +27,9 @@ pub(super) struct State {
     pub(super) durable: u64,
     /// Where the index's last record ends.
     pub(super) indexed: u64,
+    /// Where the index's last record on disk ends (as of its last
+    /// complete checkpoint): the log before it may go.
+    pub(super) synced: u64,
     /// Spare slots ready to become a segment.
     pub(super) spares: Vec<usize>,
     /// Spare slots being made.
@@ -162,11 +165,13 @@ impl Shared {
         }
     }
 
-    /// Take the segments wholly below `position` (indexed and synced) off
-    /// the list, and make each a spare when a slot is free, else delete it.
-    pub(crate) fn recycle(&self, position: u64) {
+    /// The index is on disk up to `position`: take the segments wholly
+    /// below it off the list, and make each a spare when a slot is free,
+    /// else delete it.
+    pub(crate) fn synced(&self, position: u64) {
         let old: Vec<u64> = {
             let mut state = self.state();
+            state.synced = state.synced.max(position);
             let keep = state
                 .segments
                 .windows(2)

@@ -213,7 +213,11 @@ fn records_are_refused_while_the_index_is_too_far_behind() {
         err.contains("behind its log") && err.contains("the disk is full"),
         "{err}"
     );
-    store.shared.index_reached(1);
+    // Indexed, but not on disk: still refused, with why.
+    store.shared.index_reached(2);
+    let err = store.write(&records(0, 1, 10)).unwrap_err();
+    assert!(err.contains("checkpoints do not complete"), "{err}");
+    store.shared.synced(2);
     store.write(&records(0, 1, 10)).unwrap();
 }
 
@@ -243,7 +247,7 @@ fn indexed_segments_are_let_go_and_spares_reused() {
         segments::SEGMENT_BYTES
     );
     // Indexed up to the second segment: the first (small) is deleted.
-    shared.recycle(second);
+    shared.synced(second);
     assert!(!shared.segment_path(first).exists());
     assert_eq!(shared.state().segments, vec![second]);
     assert_eq!(read_back(&shared, second, durable(&store)), ids(6, 6));
