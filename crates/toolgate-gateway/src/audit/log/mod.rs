@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub(crate) use self::segments::SegmentReader;
-use self::segments::{Dir, FIRST_SEGMENT_BYTES};
+use self::segments::{Dir, FIRST_SEGMENT_BYTES, PAGE};
 use self::shared::State;
 pub(crate) use self::shared::{Shared, Work};
 use super::{AuditRecord, AuditStore};
@@ -49,7 +49,12 @@ pub(crate) struct LogStore {
     /// A write failed, or a sync: what the segment holds past `next` is
     /// unknown, so the next group starts a new segment.
     damaged: bool,
-    frames: Vec<u8>,
+    /// What the segment holds from the start of the page `next` is in up
+    /// to `next`: written again with each group, so that every write is
+    /// of whole pages.
+    page: Vec<u8>,
+    /// The pages of the group being written.
+    pages: Vec<u8>,
     json: Vec<u8>,
 }
 
@@ -109,6 +114,7 @@ impl LogStore {
                 writer_stopped: false,
                 indexer_stopped: false,
                 index_error: None,
+                hurry: false,
             },
         ));
         let (file, capacity) = start_segment(&shared, end)?;
@@ -119,7 +125,8 @@ impl LogStore {
             capacity,
             next: end,
             damaged: false,
-            frames: Vec::new(),
+            page: Vec::with_capacity(PAGE),
+            pages: Vec::new(),
             json: Vec::new(),
         })
     }
@@ -132,33 +139,49 @@ impl LogStore {
     /// when the one written is damaged or too full. Not durable yet.
     pub(crate) fn append(&mut self, batch: &[AuditRecord]) -> Result<Appended, String> {
         self.check_backlog()?;
-        self.frames.clear();
+        let mut frames = std::mem::take(&mut self.pages);
+        frames.clear();
         for record in batch {
             self.json.clear();
             serde_json::to_writer(&mut self.json, record).map_err(|err| err.to_string())?;
-            let at = self.next + self.frames.len() as u64;
-            frame::encode(&mut self.frames, at, &self.json)?;
+            let at = self.next + frames.len() as u64;
+            frame::encode(&mut frames, at, &self.json)?;
         }
+        let len = frames.len() as u64;
         // A rewound log (damaged) may be before the segment's start.
-        let full = |used: u64| used > 0 && used + self.frames.len() as u64 > self.capacity;
+        let full = |used: u64| used > 0 && used + len > self.capacity;
         if self.damaged || full(self.next - self.start) {
             let (file, capacity) = start_segment(&self.shared, self.next)?;
             self.file = Arc::new(file);
             self.start = self.next;
             self.capacity = capacity;
             self.damaged = false;
+            self.page.clear();
         }
-        if let Err(err) = self.file.write_all_at(&self.frames, self.next - self.start) {
+        // The partial page again, the frames, zeros to the page's end.
+        frames.splice(0..0, self.page.iter().copied());
+        let used = frames.len();
+        frames.resize(used.div_ceil(PAGE) * PAGE, 0);
+        let first = self.next - self.start - self.page.len() as u64;
+        let written = frames
+            .chunks(PAGE)
+            .zip((first..).step_by(PAGE))
+            .try_for_each(|(page, offset)| self.file.write_all_at(page, offset));
+        if let Err(err) = written {
             self.damaged = true;
+            self.pages = frames;
             return Err(format!(
                 "audit log `{}`: {err}",
                 self.shared.dir.segment(self.start).display()
             ));
         }
         let start = self.next;
-        self.next += self.frames.len() as u64;
-        if self.frames.capacity() > 4 << 20 {
-            self.frames = Vec::new();
+        self.next += len;
+        self.page.clear();
+        self.page
+            .extend_from_slice(&frames[used / PAGE * PAGE..used]);
+        if frames.capacity() <= 4 << 20 {
+            self.pages = frames;
         }
         Ok(Appended {
             file: Arc::clone(&self.file),
@@ -263,7 +286,7 @@ fn verify(dir: &Dir, segments: &[u64], from: u64) -> Result<u64, String> {
         }
         let path = dir.segment(start);
         let fail = |err: std::io::Error| format!("audit log `{}`: {err}", path.display());
-        let mut reader = SegmentReader::open(&path, start, from.max(start)).map_err(fail)?;
+        let mut reader = SegmentReader::open(&path, start, from.max(start), None).map_err(fail)?;
         while next.is_none_or(|next| reader.position() < next)
             && reader.next(&mut payload).map_err(fail)?
         {}

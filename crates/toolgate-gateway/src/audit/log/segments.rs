@@ -108,44 +108,62 @@ impl Dir {
     }
 }
 
-/// A file of `bytes` zeros at `path`, on disk.
+/// The page the log writes in: a write of whole pages, each by itself,
+/// never reads a block first nor dirties more than the page it changes.
+pub(crate) const PAGE: usize = 4096;
+
+/// A file of `bytes` zeros at `path`, on disk. Written a page at a time:
+/// a larger write would put the file in the page cache as large folios,
+/// and each record written later would dirty, and make `fdatasync`
+/// write, a whole folio (up to a megabyte) for its few hundred bytes.
 pub(crate) fn zeroed(path: &Path, bytes: u64) -> std::io::Result<File> {
-    const CHUNK: usize = 1 << 20;
+    const SYNC_EVERY: u64 = 1 << 20;
     let mut file = OpenOptions::new()
         .create(true)
         .truncate(true)
         .read(true)
         .write(true)
         .open(path)?;
-    let zeros = vec![0u8; CHUNK];
-    let mut left = bytes;
-    while left > 0 {
-        let take = usize::try_from(left).map_or(CHUNK, |left| left.min(CHUNK));
-        file.write_all(&zeros[..take])?;
-        // Flushed a chunk at a time: no burst of megabytes for the log's
-        // own `fdatasync` to queue behind.
-        file.sync_data()?;
-        left -= take as u64;
+    let zeros = [0u8; PAGE];
+    let mut written = 0;
+    while written < bytes {
+        file.write_all(&zeros)?;
+        written += PAGE as u64;
+        // Flushed a megabyte at a time: no burst for the log's own
+        // `fdatasync` to queue behind.
+        if written % SYNC_EVERY == 0 || written >= bytes {
+            file.sync_data()?;
+        }
     }
     Ok(file)
 }
 
 /// Reads the records of one segment in order, from a record's position.
 pub(crate) struct SegmentReader {
-    reader: BufReader<File>,
+    reader: BufReader<std::io::Take<File>>,
     position: u64,
 }
 
 impl SegmentReader {
     /// The reader of the segment at `path`, which starts at log position
-    /// `start`, placed at position `from`.
-    pub(crate) fn open(path: &Path, start: u64, from: u64) -> std::io::Result<SegmentReader> {
+    /// `start`, placed at position `from`; it reads nothing at or past
+    /// `until`. Without read-ahead: the pages past what it reads may be
+    /// the writer's next ones, and pages read ahead come in as large
+    /// folios (see [`zeroed`]).
+    pub(crate) fn open(
+        path: &Path,
+        start: u64,
+        from: u64,
+        until: Option<u64>,
+    ) -> std::io::Result<SegmentReader> {
         let mut file = File::open(path)?;
+        rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::Random)?;
         // Past the file's end (an index ahead of its log) nothing is read.
         let offset = (from - start).min(file.metadata()?.len());
         file.seek(SeekFrom::Start(offset))?;
+        let limit = until.map_or(u64::MAX, |until| until.saturating_sub(from));
         Ok(SegmentReader {
-            reader: BufReader::with_capacity(1 << 16, file),
+            reader: BufReader::with_capacity(1 << 16, file.take(limit)),
             position: from,
         })
     }

@@ -38,6 +38,8 @@ pub(super) struct State {
     pub(super) indexer_stopped: bool,
     /// Why the index could not take the last records, while it cannot.
     pub(super) index_error: Option<String>,
+    /// Someone waits for the index: no pause before the next records.
+    pub(super) hurry: bool,
 }
 
 /// What the indexer should do next.
@@ -150,10 +152,23 @@ impl Shared {
         state.durable.saturating_sub(state.indexed)
     }
 
+    /// The indexer's pause between transactions: `wait`, or less when
+    /// someone waits for the index or the writer stops.
+    pub(crate) fn pause(&self, wait: Duration) {
+        let state = self.state();
+        let (mut state, _) = relock(
+            self.changed
+                .wait_timeout_while(state, wait, |s| !s.hurry && !s.writer_stopped),
+        );
+        state.hurry = false;
+    }
+
     /// Wait until the index holds every record durable now; an error when
     /// it cannot take them.
     pub(crate) fn caught_up(&self) -> Result<(), String> {
-        let state = self.state();
+        let mut state = self.state();
+        state.hurry = true;
+        self.changed.notify_all();
         let target = state.durable;
         let state = relock(self.changed.wait_while(state, |s| {
             s.indexed < target && s.index_error.is_none() && !s.indexer_stopped

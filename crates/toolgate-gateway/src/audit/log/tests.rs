@@ -20,8 +20,9 @@ fn read_back(shared: &Shared, from: u64, to: u64) -> Vec<String> {
     let mut payload = Vec::new();
     while position < to {
         let (start, next) = shared.segment_of(position).expect("a segment");
-        let mut reader = SegmentReader::open(&shared.segment_path(start), start, position).unwrap();
         let end = next.unwrap_or(to).min(to);
+        let path = shared.segment_path(start);
+        let mut reader = SegmentReader::open(&path, start, position, Some(end)).unwrap();
         while reader.position() < end {
             assert!(
                 reader.next(&mut payload).unwrap(),
@@ -44,11 +45,28 @@ fn durable(store: &LogStore) -> u64 {
     store.shared.state().durable
 }
 
-#[test]
-fn a_reopened_log_reads_back_every_record_written() {
+/// A new log in a temporary directory, and its path.
+fn fresh() -> (tempfile::TempDir, std::path::PathBuf, LogStore) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let store = LogStore::open(&path, 0).unwrap();
+    (dir, path, store)
+}
+
+/// Opened again, the log at `path` reads back, up to `end`, the records
+/// numbered in `runs` (first, count), in order.
+fn reads_back(path: &std::path::Path, end: u64, runs: &[(usize, usize)]) {
+    let store = LogStore::open(path, 0).unwrap();
+    let expected: Vec<String> = runs
+        .iter()
+        .flat_map(|&(from, count)| ids(from, count))
+        .collect();
+    assert_eq!(read_back(&store.shared(), 0, end), expected);
+}
+
+#[test]
+fn a_reopened_log_reads_back_every_record_written() {
+    let (_dir, path, mut store) = fresh();
     store.write(&records(0, 3, 10)).unwrap();
     store.write(&records(3, 1, 10)).unwrap();
     let end = durable(&store);
@@ -68,9 +86,7 @@ fn a_reopened_log_reads_back_every_record_written() {
 /// it is never read, even once new records are written over the tear.
 #[test]
 fn a_torn_tail_is_cut_and_nothing_after_it_comes_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let (_dir, path, mut store) = fresh();
     store.write(&records(0, 2, 10)).unwrap();
     let kept = durable(&store);
     store.write(&records(2, 2, 10)).unwrap();
@@ -88,10 +104,7 @@ fn a_torn_tail_is_cut_and_nothing_after_it_comes_back() {
     store.write(&records(10, 1, 10)).unwrap();
     let end = durable(&store);
     drop(store);
-    let store = LogStore::open(&path, 0).unwrap();
-    let mut expected = ids(0, 2);
-    expected.extend(ids(10, 1));
-    assert_eq!(read_back(&store.shared(), 0, end), expected);
+    reads_back(&path, end, &[(0, 2), (10, 1)]);
 }
 
 /// A write or sync that fails leaves the segment in doubt: the group is
@@ -99,9 +112,7 @@ fn a_torn_tail_is_cut_and_nothing_after_it_comes_back() {
 /// the log reads back exactly the groups that were acknowledged.
 #[test]
 fn a_failed_write_is_refused_and_the_log_goes_on_in_a_new_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let (_dir, path, mut store) = fresh();
     store.write(&records(0, 2, 10)).unwrap();
     let before = durable(&store);
     // The segment, open for reading only: the next write fails.
@@ -118,11 +129,7 @@ fn a_failed_write_is_refused_and_the_log_goes_on_in_a_new_segment() {
     assert_eq!(store.start, before, "a new segment where the records end");
     let end = durable(&store);
     drop(store);
-
-    let store = LogStore::open(&path, 0).unwrap();
-    let mut expected = ids(0, 2);
-    expected.extend(ids(3, 1));
-    assert_eq!(read_back(&store.shared(), 0, end), expected);
+    reads_back(&path, end, &[(0, 2), (3, 1)]);
 }
 
 /// Groups are synced while later ones are written. When a sync fails,
@@ -131,9 +138,7 @@ fn a_failed_write_is_refused_and_the_log_goes_on_in_a_new_segment() {
 /// (the doubtful ones, even in segments of their own, are gone).
 #[test]
 fn a_failed_sync_rewinds_the_log_past_every_later_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let (_dir, path, mut store) = fresh();
     let first = store.append(&records(0, 1, 10)).unwrap();
     let failed = store.append(&records(1, 1, 10)).unwrap();
     // A later group that did not fit: written to a segment of its own.
@@ -149,18 +154,12 @@ fn a_failed_sync_rewinds_the_log_past_every_later_group() {
     assert!(!store.shared.segment_path(later.start).exists());
     assert_eq!(store.shared.state().segments, vec![0, failed.start]);
     drop(store);
-
-    let store = LogStore::open(&path, 0).unwrap();
-    let mut expected = ids(0, 1);
-    expected.extend(ids(5, 1));
-    assert_eq!(read_back(&store.shared(), 0, next.end), expected);
+    reads_back(&path, next.end, &[(0, 1), (5, 1)]);
 }
 
 #[test]
 fn damage_before_a_segments_end_stops_the_gateway_from_starting() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let (_dir, path, mut store) = fresh();
     store.write(&records(0, 2, 10)).unwrap();
     let first = store.shared.segment_path(store.start);
     drop(store);
@@ -178,9 +177,7 @@ fn damage_before_a_segments_end_stops_the_gateway_from_starting() {
 
 #[test]
 fn a_second_gateway_cannot_write_the_same_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let store = LogStore::open(&path, 0).unwrap();
+    let (_dir, path, store) = fresh();
     let err = LogStore::open(&path, 0).unwrap_err();
     assert!(err.contains("in use by another toolgate serve"), "{err}");
     drop(store);
@@ -202,8 +199,7 @@ fn a_log_behind_its_index_starts_at_the_index() {
 
 #[test]
 fn records_are_refused_while_the_index_is_too_far_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = LogStore::open(&dir.path().join("log"), 0).unwrap();
+    let (_dir, _, mut store) = fresh();
     store.shared.index_failed("the disk is full".into());
     // As if MAX_BACKLOG bytes had been written since the index's position.
     store.next = MAX_BACKLOG + 1;
@@ -226,9 +222,7 @@ fn records_are_refused_while_the_index_is_too_far_behind() {
 /// deleted. A spare is made before the writer needs one.
 #[test]
 fn indexed_segments_are_let_go_and_spares_reused() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log");
-    let mut store = LogStore::open(&path, 0).unwrap();
+    let (_dir, _, mut store) = fresh();
     let shared = store.shared();
     let first = store.start;
     // Past half of the first, small segment: a spare is made.
