@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 import uuid
 from typing import Any
 
@@ -181,19 +182,26 @@ def idempotency_key(rid: str, tool: str, arguments: dict[str, Any]) -> str:
 
 
 def audit_rows(db: str, rid: str) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
-    """The audit records and audited calls of one request."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-    conn.row_factory = sqlite3.Row
-    try:
-        requests = conn.execute(
-            "SELECT * FROM audit_requests WHERE request_id = ?", (rid,)
-        ).fetchall()
-        calls = conn.execute(
-            "SELECT * FROM audit_calls WHERE request_id = ? ORDER BY call_index", (rid,)
-        ).fetchall()
-    finally:
-        conn.close()
-    return requests, calls
+    """The audit records and audited calls of one request. The record is
+    durable in the audit log before the answer leaves; the SQLite index is
+    filled from the log a few milliseconds behind, so it is given up to
+    10 s to show."""
+    deadline = time.monotonic() + 10
+    while True:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
+        conn.row_factory = sqlite3.Row
+        try:
+            requests = conn.execute(
+                "SELECT * FROM audit_requests WHERE request_id = ?", (rid,)
+            ).fetchall()
+            calls = conn.execute(
+                "SELECT * FROM audit_calls WHERE request_id = ? ORDER BY call_index", (rid,)
+            ).fetchall()
+        finally:
+            conn.close()
+        if requests or time.monotonic() > deadline:
+            return requests, calls
+        time.sleep(0.01)
 
 
 def assert_audited(

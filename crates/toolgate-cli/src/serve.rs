@@ -50,8 +50,9 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
             .await
             .with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr()?;
+        let shutdown = toolgate_gateway::shutdown_signal();
         eprintln!("toolgate serve: listening on http://{addr}, upstream {upstream}");
-        toolgate_gateway::serve(listener, gateway, toolgate_gateway::shutdown_signal()).await?;
+        toolgate_gateway::serve(listener, gateway, shutdown).await?;
         eprintln!("toolgate serve: stopped");
         Ok(true)
     })

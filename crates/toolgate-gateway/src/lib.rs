@@ -97,8 +97,9 @@ impl Gateway {
         policy_text: &[u8],
         config: Config,
     ) -> Result<Arc<Gateway>, ConfigError> {
-        let store = audit::open(policy.audit())?;
-        Gateway::with_store(policy, policy_text, config, store)
+        let metrics = Metrics::default();
+        let audit = Audit::open(policy.audit(), metrics.audit())?;
+        Gateway::with_audit(policy, policy_text, config, audit, metrics)
     }
 
     /// A gateway writing its audit records to `store`.
@@ -107,6 +108,18 @@ impl Gateway {
         policy_text: &[u8],
         config: Config,
         store: Box<dyn AuditStore>,
+    ) -> Result<Arc<Gateway>, ConfigError> {
+        let metrics = Metrics::default();
+        let audit = Audit::spawn(store, policy.audit().redact.clone(), metrics.audit());
+        Gateway::with_audit(policy, policy_text, config, audit, metrics)
+    }
+
+    fn with_audit(
+        policy: Arc<Policy>,
+        policy_text: &[u8],
+        config: Config,
+        audit: Audit,
+        metrics: Metrics,
     ) -> Result<Arc<Gateway>, ConfigError> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
@@ -117,7 +130,6 @@ impl Gateway {
             .map_err(|err| ConfigError(format!("cannot build the upstream client: {err}")))?;
         let policy_hash = hex::encode(Sha256::digest(policy_text));
         let counters = Counters::open(policy.access().limits_backend.as_deref())?;
-        let audit = Audit::spawn(store, policy.audit().redact.clone());
         Ok(Arc::new(Gateway {
             policy_hash,
             policy,
@@ -127,7 +139,7 @@ impl Gateway {
             counters,
             declared: declared::DeclaredCache::default(),
             released: follow_up::ReleasedCalls::default(),
-            metrics: Metrics::default(),
+            metrics,
         }))
     }
 
@@ -158,6 +170,13 @@ impl Gateway {
     #[must_use]
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// The audit, for tests and embedding: [`Audit::caught_up`] waits for
+    /// the SQLite index to hold every record committed.
+    #[must_use]
+    pub fn audit(&self) -> &Audit {
+        &self.audit
     }
 }
 
@@ -208,30 +227,38 @@ pub async fn serve(
     }
     drop(listener);
     // Each request waited for its own audit commit: when the last one has
-    // been answered, every record is on disk.
+    // been answered, every record is on disk. Then the index takes the
+    // last of them, so a clean stop leaves it complete.
     graceful.shutdown().await;
+    let indexed = tokio::task::spawn_blocking(move || gateway.audit.caught_up()).await;
+    if let Ok(Err(err)) = indexed {
+        tracing::warn!(error = %err, "stopped with the audit index behind its log; it catches up at the next start");
+    }
     Ok(())
 }
 
-/// Completes on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes on SIGTERM or Ctrl-C. The handlers are installed when this is
+/// called (inside the runtime), not when the future is first polled: a
+/// signal sent as soon as the gateway says it listens stops it cleanly.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            let (Ok(mut interrupt), Ok(mut terminate)) = (interrupt, terminate) else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = interrupt.recv() => {},
+                _ = terminate.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -14,12 +14,20 @@
 //! - `toolgate_request_duration_seconds{route}`,
 //!   `toolgate_check_duration_seconds{route}`,
 //!   `toolgate_upstream_duration_seconds{route}`: histograms.
+//! - `toolgate_audit_commit_duration_seconds`: a histogram of the audit
+//!   writer's groups, from the write to the sync (a request waits for
+//!   its group's, and at most for the one before it);
+//!   `toolgate_audit_groups_total` and `toolgate_audit_records_total`: the
+//!   groups written and the records in them;
+//!   `toolgate_audit_index_lag_bytes`: how far the SQLite index is behind
+//!   the audit log.
 
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use toolgate::Verdict;
@@ -58,6 +66,36 @@ pub struct Metrics {
     request_seconds: Histograms,
     check_seconds: Histograms,
     upstream_seconds: Histograms,
+    audit: AuditMetrics,
+}
+
+/// The audit writer's and indexer's metrics.
+#[derive(Debug, Clone)]
+pub struct AuditMetrics {
+    commit_seconds: Histogram,
+    pub(crate) groups: Counter,
+    pub(crate) records: Counter,
+    pub(crate) index_lag: Gauge,
+}
+
+impl Default for AuditMetrics {
+    fn default() -> Self {
+        AuditMetrics {
+            commit_seconds: latency(),
+            groups: Counter::default(),
+            records: Counter::default(),
+            index_lag: Gauge::default(),
+        }
+    }
+}
+
+impl AuditMetrics {
+    /// A group of `records` was written in `took`.
+    pub(crate) fn group(&self, records: usize, took: Duration) {
+        self.groups.inc();
+        self.records.inc_by(records as u64);
+        self.commit_seconds.observe(took.as_secs_f64());
+    }
 }
 
 fn latency() -> Histogram {
@@ -106,6 +144,27 @@ impl Default for Metrics {
             "Time until the upstream's response headers",
             upstream_seconds.clone(),
         );
+        let audit = AuditMetrics::default();
+        registry.register(
+            "audit_commit_duration_seconds",
+            "Time to write and sync one group of audit records",
+            audit.commit_seconds.clone(),
+        );
+        registry.register(
+            "audit_groups",
+            "Groups of audit records written",
+            audit.groups.clone(),
+        );
+        registry.register(
+            "audit_records",
+            "Audit records written",
+            audit.records.clone(),
+        );
+        registry.register(
+            "audit_index_lag_bytes",
+            "Audit log bytes not yet in the SQLite index",
+            audit.index_lag.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -115,11 +174,18 @@ impl Default for Metrics {
             request_seconds,
             check_seconds,
             upstream_seconds,
+            audit,
         }
     }
 }
 
 impl Metrics {
+    /// The audit's own metrics, for its writer and indexer.
+    #[must_use]
+    pub fn audit(&self) -> &AuditMetrics {
+        &self.audit
+    }
+
     /// A verdict was reached on `route` in `took`.
     pub fn checked(&self, route: &'static str, verdict: &Verdict, took: Duration) {
         self.calls

@@ -194,7 +194,7 @@ struct AuditedCall {
 }
 
 fn audited_calls(gw: &Running) -> Vec<AuditedCall> {
-    let conn = rusqlite::Connection::open(gw.audit_db()).unwrap();
+    let conn = gw.audit_index();
     let mut statement = conn
         .prepare(
             "SELECT request_id, tool, arguments, valid, codes, idempotency_key
@@ -218,7 +218,7 @@ fn audited_calls(gw: &Running) -> Vec<AuditedCall> {
 }
 
 fn audit_request_rows(gw: &Running) -> usize {
-    let conn = rusqlite::Connection::open(gw.audit_db()).unwrap();
+    let conn = gw.audit_index();
     conn.query_row("SELECT count(*) FROM audit_requests", [], |row| {
         row.get::<_, i64>(0)
     })
@@ -1470,7 +1470,7 @@ async fn redacted_argument_keys_are_hidden_in_the_audit_at_any_depth() {
                "profile": {"api_key": "[REDACTED]", "name": "Ann"},
                "history": [{"password": "[REDACTED]"}, {"note": "kept"}]})
     );
-    let conn = rusqlite::Connection::open(gw.audit_db()).unwrap();
+    let conn = gw.audit_index();
     let everything: String = conn
         .query_row(
             "SELECT group_concat(record, '') FROM audit_requests",
@@ -1478,10 +1478,18 @@ async fn redacted_argument_keys_are_hidden_in_the_audit_at_any_depth() {
             |row| row.get(0),
         )
         .unwrap();
+    // The log the index is built from holds the records as redacted too.
+    let mut log = Vec::new();
+    for entry in std::fs::read_dir(gw.dir.path().join("audit.db-log")).unwrap() {
+        log.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    let log = String::from_utf8_lossy(&log);
     for secret in ["hunter2-secret", "sk-live-777", "old-secret"] {
         assert!(!everything.contains(secret), "{secret} in the audit");
+        assert!(!log.contains(secret), "{secret} in the audit log");
     }
     assert!(everything.contains("[REDACTED]"));
+    assert!(log.contains("[REDACTED]"));
 }
 
 #[tokio::test]

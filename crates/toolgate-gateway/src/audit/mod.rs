@@ -3,13 +3,28 @@
 //! fails (503) and nothing is released.
 //!
 //! Records go to one writer thread that owns the [`AuditStore`] and commits
-//! every record waiting in one transaction (group commit): each request
-//! still waits for its own durable commit, but many requests share one
-//! `fsync`. Stores: SQLite (the default; WAL, `synchronous = FULL`), JSON
-//! lines (`audit.jsonl`, each batch written then `fsync`ed) and PostgreSQL
-//! (`audit.postgres`, shared by replicas).
+//! every record waiting as one group: each request still waits for its own
+//! durable commit, but many requests share one write and one sync. Stores:
+//!
+//! - `audit.sqlite` (the default): the records are appended to a log
+//!   ([`log`]), each group one sequential write and one `fdatasync`, and
+//!   the SQLite file is an index filled from the log behind the requests
+//!   by a thread of its own ([`index`]), caught up from the log after a
+//!   crash;
+//! - `audit.jsonl`: JSON lines, each group written then `fdatasync`ed;
+//! - `audit.postgres`: one transaction per group in the PostgreSQL that
+//!   replicas share (whose own WAL makes its commit durable; a local log
+//!   in front of it would leave records a client saw on one replica's disk
+//!   only, out of the other replicas' sight).
+//!
+//! Requests wait for the writer in a bounded queue: when it is full, or
+//! the writer has stopped, a record is refused at once and its request
+//! fails closed.
 
+mod index;
 mod jsonl;
+mod log;
+mod pipeline;
 mod postgres;
 mod sqlite;
 
@@ -24,8 +39,8 @@ use toolgate::{Arguments, Verdict};
 
 pub use self::jsonl::JsonlStore;
 pub use self::postgres::PostgresStore;
-pub use self::sqlite::SqliteStore;
 use crate::config::ConfigError;
+use crate::metrics::AuditMetrics;
 
 /// Where records are committed. `write` commits the whole batch durably or
 /// fails; it runs on the writer thread.
@@ -33,9 +48,9 @@ pub trait AuditStore: Send + std::fmt::Debug {
     fn write(&mut self, batch: &[AuditRecord]) -> Result<(), String>;
 }
 
-/// Most records committed in one transaction.
+/// Most records committed in one group.
 const MAX_BATCH: usize = 512;
-/// Records waiting for the writer before requests wait to enqueue.
+/// Records waiting for the writer past which records are refused.
 const QUEUE: usize = 8192;
 
 /// One checked request.
@@ -138,6 +153,36 @@ impl AuditRecord {
     }
 }
 
+#[cfg(test)]
+impl AuditRecord {
+    /// A released record of one `get_weather` call, numbered `n`, its
+    /// arguments padded with `pad` bytes.
+    pub(crate) fn sample(n: usize, pad: usize) -> AuditRecord {
+        AuditRecord {
+            request_id: format!("r-{n}"),
+            time_ms: 0,
+            route: "chat_completions",
+            caller: None,
+            policy_hash: "0".repeat(64),
+            model: Some("m".into()),
+            stream: false,
+            outcome: "released",
+            stage: "response",
+            attempts: 1,
+            calls: vec![AuditCall {
+                index: 0,
+                id: Some(format!("call-{n}")),
+                tool: "get_weather".into(),
+                arguments: serde_json::json!({"city": "Paris", "pad": "x".repeat(pad)}),
+                valid: true,
+                codes: vec![],
+                idempotency_key: Some(format!("{n:064}")),
+            }],
+            violations: vec![],
+        }
+    }
+}
+
 fn redact_value(value: &mut Value, keys: &[String]) {
     match value {
         Value::Object(map) => {
@@ -158,7 +203,9 @@ fn redact_value(value: &mut Value, keys: &[String]) {
     }
 }
 
-type Job = (AuditRecord, oneshot::Sender<Result<(), String>>);
+/// Where a request learns whether its record is durable.
+type Reply = oneshot::Sender<Result<(), String>>;
+type Job = (AuditRecord, Reply);
 
 /// The handle requests commit through.
 #[derive(Debug)]
@@ -166,44 +213,72 @@ pub struct Audit {
     sender: mpsc::Sender<Job>,
     redact: Vec<String>,
     open: Arc<AtomicBool>,
+    /// The log of `audit.sqlite`, whose index may be behind.
+    log: Option<Arc<log::Shared>>,
 }
 
 impl Audit {
-    /// Start the writer thread for `store`.
+    /// The audit the policy's `audit` section names: `audit.sqlite` (the
+    /// default, `toolgate-audit.db`) as a log beside it
+    /// (`<audit.sqlite>-log/`) and the index; `audit.jsonl` or
+    /// `audit.postgres` committed directly.
+    pub fn open(settings: &AuditSettings, metrics: &AuditMetrics) -> Result<Audit, ConfigError> {
+        let set = [
+            settings.sqlite.is_some(),
+            settings.jsonl.is_some(),
+            settings.postgres.is_some(),
+        ];
+        if set.iter().filter(|&&s| s).count() > 1 {
+            return Err(ConfigError(
+                "audit: set one of sqlite, jsonl and postgres, not several".to_owned(),
+            ));
+        }
+        let redact = settings.redact.clone();
+        if let Some(url) = &settings.postgres {
+            let store = PostgresStore::open(url).map_err(ConfigError)?;
+            return Ok(Audit::spawn(Box::new(store), redact, metrics));
+        }
+        if let Some(path) = &settings.jsonl {
+            let store = JsonlStore::open(path).map_err(ConfigError)?;
+            return Ok(Audit::spawn(Box::new(store), redact, metrics));
+        }
+        let path = settings.sqlite.as_deref().unwrap_or("toolgate-audit.db");
+        let index = sqlite::SqliteIndex::open(path).map_err(ConfigError)?;
+        let position = index.position().map_err(ConfigError)?;
+        let log = log::LogStore::open(&log_dir(path), position).map_err(ConfigError)?;
+        let shared = log.shared();
+        index::spawn(Arc::clone(&shared), index, metrics.index_lag.clone()).map_err(ConfigError)?;
+        let (sender, receiver) = mpsc::channel::<Job>(QUEUE);
+        let open = Arc::new(AtomicBool::new(true));
+        pipeline::spawn(log, receiver, metrics, &open)
+            .map_err(|err| ConfigError(format!("cannot start the audit writers: {err}")))?;
+        Ok(Audit {
+            sender,
+            redact,
+            open,
+            log: Some(shared),
+        })
+    }
+
+    /// Commit to `store` directly, on a writer thread of its own.
     #[must_use]
-    pub fn spawn(mut store: Box<dyn AuditStore>, redact: Vec<String>) -> Audit {
-        let (sender, mut receiver) = mpsc::channel::<Job>(QUEUE);
+    pub fn spawn(store: Box<dyn AuditStore>, redact: Vec<String>, metrics: &AuditMetrics) -> Audit {
+        Audit::start(store, redact, metrics, QUEUE)
+    }
+
+    fn start(
+        store: Box<dyn AuditStore>,
+        redact: Vec<String>,
+        metrics: &AuditMetrics,
+        queue: usize,
+    ) -> Audit {
+        let (sender, receiver) = mpsc::channel::<Job>(queue);
         let open = Arc::new(AtomicBool::new(true));
         let flag = Arc::clone(&open);
+        let metrics = metrics.clone();
         let spawned = std::thread::Builder::new()
             .name("toolgate-audit".into())
-            .spawn(move || {
-                let mut batch: Vec<AuditRecord> = Vec::with_capacity(MAX_BATCH);
-                let mut waiting: Vec<oneshot::Sender<Result<(), String>>> =
-                    Vec::with_capacity(MAX_BATCH);
-                while let Some((record, reply)) = receiver.blocking_recv() {
-                    batch.push(record);
-                    waiting.push(reply);
-                    while batch.len() < MAX_BATCH {
-                        match receiver.try_recv() {
-                            Ok((record, reply)) => {
-                                batch.push(record);
-                                waiting.push(reply);
-                            }
-                            Err(_) => break,
-                        }
-                    }
-                    let outcome = store.write(&batch);
-                    if let Err(err) = &outcome {
-                        tracing::error!(error = %err, records = batch.len(), "audit write failed");
-                    }
-                    for reply in waiting.drain(..) {
-                        let _ = reply.send(outcome.clone());
-                    }
-                    batch.clear();
-                }
-                flag.store(false, Ordering::SeqCst);
-            });
+            .spawn(move || write_groups(store, receiver, &metrics, flag));
         if spawned.is_err() {
             open.store(false, Ordering::SeqCst);
         }
@@ -211,17 +286,23 @@ impl Audit {
             sender,
             redact,
             open,
+            log: None,
         }
     }
 
-    /// Redact `record`, commit it, and return once it is durable.
+    /// Redact `record`, commit it, and return once it is durable. Refused
+    /// at once when the writer has stopped or its queue is full.
     pub async fn commit(&self, mut record: AuditRecord) -> Result<(), String> {
         record.redact(&self.redact);
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send((record, reply))
-            .await
-            .map_err(|_| "the audit writer has stopped".to_owned())?;
+            .try_send((record, reply))
+            .map_err(|err| match err {
+                mpsc::error::TrySendError::Full(_) => {
+                    format!("the audit writer has {QUEUE} records waiting (is the disk stalled?)")
+                }
+                mpsc::error::TrySendError::Closed(_) => "the audit writer has stopped".to_owned(),
+            })?;
         answer
             .await
             .map_err(|_| "the audit writer has stopped".to_owned())?
@@ -232,28 +313,81 @@ impl Audit {
     pub fn is_open(&self) -> bool {
         self.open.load(Ordering::SeqCst)
     }
+
+    /// Block until the SQLite index holds every record durable now (at
+    /// once for the stores without an index); an error when the index
+    /// cannot take them.
+    pub fn caught_up(&self) -> Result<(), String> {
+        self.log.as_ref().map_or(Ok(()), |log| log.caught_up())
+    }
 }
 
-/// The store the policy's `audit` section names: SQLite by default.
-pub fn open(settings: &AuditSettings) -> Result<Box<dyn AuditStore>, ConfigError> {
-    let set = [
-        settings.sqlite.is_some(),
-        settings.jsonl.is_some(),
-        settings.postgres.is_some(),
-    ];
-    if set.iter().filter(|&&s| s).count() > 1 {
-        return Err(ConfigError(
-            "audit: set one of sqlite, jsonl and postgres, not several".to_owned(),
-        ));
+/// Clears the writer's open flag when dropped.
+struct Stopped(Arc<AtomicBool>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
     }
-    if let Some(url) = &settings.postgres {
-        return Ok(Box::new(PostgresStore::open(url).map_err(ConfigError)?));
+}
+
+/// The writer thread of a store committed directly: each group written
+/// with one `store.write`, then each of its requests gets the outcome.
+/// `open` is cleared when it ends.
+fn write_groups(
+    mut store: Box<dyn AuditStore>,
+    mut receiver: mpsc::Receiver<Job>,
+    metrics: &AuditMetrics,
+    open: Arc<AtomicBool>,
+) {
+    // Cleared however the writer ends, a panic included, and before the
+    // queue closes: a request refused for a stopped writer sees it so.
+    let _stopped = Stopped(open);
+    let mut batch: Vec<AuditRecord> = Vec::with_capacity(MAX_BATCH);
+    let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
+    while gather(&mut receiver, &mut batch, &mut waiting) {
+        let began = std::time::Instant::now();
+        let outcome = store.write(&batch);
+        metrics.group(batch.len(), began.elapsed());
+        if let Err(err) = &outcome {
+            tracing::error!(error = %err, records = batch.len(), "audit write failed");
+        }
+        for reply in waiting.drain(..) {
+            let _ = reply.send(outcome.clone());
+        }
     }
-    if let Some(path) = &settings.jsonl {
-        return Ok(Box::new(JsonlStore::open(path).map_err(ConfigError)?));
+}
+
+/// The next group: wait for a record, then take every record waiting, up
+/// to [`MAX_BATCH`], into `batch` and their replies into `replies` (both
+/// emptied first). False once the queue has closed.
+fn gather(
+    receiver: &mut mpsc::Receiver<Job>,
+    batch: &mut Vec<AuditRecord>,
+    replies: &mut Vec<Reply>,
+) -> bool {
+    batch.clear();
+    replies.clear();
+    let Some((record, reply)) = receiver.blocking_recv() else {
+        return false;
+    };
+    batch.push(record);
+    replies.push(reply);
+    while batch.len() < MAX_BATCH {
+        match receiver.try_recv() {
+            Ok((record, reply)) => {
+                batch.push(record);
+                replies.push(reply);
+            }
+            Err(_) => break,
+        }
     }
-    let path = settings.sqlite.as_deref().unwrap_or("toolgate-audit.db");
-    Ok(Box::new(SqliteStore::open(path).map_err(ConfigError)?))
+    true
+}
+
+/// The log directory of the SQLite index at `path`.
+fn log_dir(path: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{path}-log"))
 }
 
 /// Milliseconds since the Unix epoch.
@@ -264,20 +398,4 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn redaction_reaches_every_depth_and_only_listed_keys() {
-        let mut value = json!({"password": "p", "user": {"api_key": "k", "name": "n"},
-                               "list": [{"password": 1}], "keep": "v"});
-        redact_value(&mut value, &["password".into(), "api_key".into()]);
-        assert_eq!(
-            value,
-            json!({"password": "[REDACTED]", "user": {"api_key": "[REDACTED]", "name": "n"},
-                   "list": [{"password": "[REDACTED]"}], "keep": "v"})
-        );
-    }
-}
+mod tests;

@@ -1,14 +1,12 @@
-//! The embedded default: a SQLite file in WAL mode with `synchronous =
-//! FULL`, so a committed record survives a crash of the process or the
-//! machine.
+//! `audit.sqlite`, the embedded default: the SQLite index of the audit
+//! log, in WAL mode, with the tables `audit_requests` and `audit_calls`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::borrow::Cow;
 use std::time::Duration;
 
 use rusqlite::{params, Connection};
-
-use super::{AuditRecord, AuditStore};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS audit_requests (
@@ -40,88 +38,67 @@ CREATE INDEX IF NOT EXISTS audit_calls_request_id ON audit_calls(request_id);
 CREATE INDEX IF NOT EXISTS audit_calls_idempotency_key ON audit_calls(idempotency_key);
 ";
 
-/// Records in `audit_requests`, one row per request (the whole record as
-/// JSON in `record`), and their calls in `audit_calls`.
+/// The index `toolgate` and its users query: one row per request in
+/// `audit_requests` (the whole record as JSON in `record`), its calls in
+/// `audit_calls`, filled from the audit log. `audit_log_position` holds
+/// where in the log the last record indexed ends, written in the same
+/// transaction as the rows, so after a crash the index goes on from there
+/// and takes each record exactly once.
 ///
-/// SQLite's automatic checkpoint runs inside the commit that crosses its
-/// page threshold, making that batch's requests wait for it. Here a thread
-/// of its own checkpoints instead: every [`CHECKPOINT_EVERY`] a `PASSIVE`
-/// pass copies the WAL into the database without blocking the writer; a
-/// `PASSIVE` pass alone never catches up with a steady writer, so once the
-/// WAL holds more than [`RESTART_PAGES`] a `RESTART` pass copies the few
-/// pages left (briefly holding the writer) and lets the WAL start over.
+/// Commits do not wait for the disk (`synchronous = NORMAL`): the log is
+/// the durable record. A checkpoint ([`SqliteIndex::checkpoint`]) syncs
+/// the index; only then are the log's indexed segments let go.
 #[derive(Debug)]
-pub struct SqliteStore {
+pub(crate) struct SqliteIndex {
     conn: Connection,
-    /// Set when the store is dropped: the checkpoint thread stops.
-    closed: Arc<AtomicBool>,
 }
 
-impl Drop for SqliteStore {
-    fn drop(&mut self) {
-        self.closed.store(true, Ordering::Relaxed);
-    }
-}
+const POSITION: &str = "
+CREATE TABLE IF NOT EXISTS audit_log_position (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    position INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO audit_log_position (id, position) VALUES (1, 0);
+";
 
-/// How often the checkpoint thread runs.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
-/// WAL pages past which the WAL is made to start over (about 32 MiB).
-const RESTART_PAGES: i64 = 8192;
-
-impl SqliteStore {
-    pub fn open(path: &str) -> Result<SqliteStore, String> {
+impl SqliteIndex {
+    pub(crate) fn open(path: &str) -> Result<SqliteIndex, String> {
         let fail = |err: rusqlite::Error| format!("audit.sqlite `{path}`: {err}");
         let conn = Connection::open(path).map_err(fail)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(fail)?;
-        conn.pragma_update(None, "synchronous", "FULL")
+        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(fail)?;
         conn.execute_batch(SCHEMA).map_err(fail)?;
+        conn.execute_batch(POSITION).map_err(fail)?;
+        // Checkpoints are the indexer's, between its commits.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(fail)?;
         // The indexes on request ids and keys take random pages: kept in
-        // memory, an insert does not read them back from disk first. Not
-        // larger: every commit walks the cache to trim it to the file.
+        // memory, an insert does not read them back from disk first.
         conn.pragma_update(None, "cache_size", -16_384)
             .map_err(fail)?;
         // After a checkpoint, a WAL larger than this is truncated.
         conn.pragma_update(None, "journal_size_limit", 64 << 20)
             .map_err(fail)?;
-        let checkpoints = Connection::open(path).map_err(fail)?;
-        checkpoints
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(fail)?;
-        let closed = Arc::new(AtomicBool::new(false));
-        let stop = Arc::clone(&closed);
-        std::thread::Builder::new()
-            .name("toolgate-audit-checkpoint".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(CHECKPOINT_EVERY);
-                    if let Err(err) = checkpoint(&checkpoints) {
-                        tracing::warn!(error = %err, "audit checkpoint failed");
-                    }
-                }
+        Ok(SqliteIndex { conn })
+    }
+
+    /// Where in the log the last record indexed ends.
+    pub(crate) fn position(&self) -> Result<u64, String> {
+        let position: i64 = self
+            .conn
+            .query_row("SELECT position FROM audit_log_position", [], |row| {
+                row.get(0)
             })
-            .map_err(|err| {
-                format!("audit.sqlite `{path}`: cannot start the checkpoint thread: {err}")
-            })?;
-        Ok(SqliteStore { conn, closed })
+            .map_err(|err| format!("sqlite: {err}"))?;
+        u64::try_from(position).map_err(|_| "sqlite: a negative log position".to_owned())
     }
-}
 
-/// One pass of the checkpoint thread.
-fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
-    let pages: i64 = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| row.get(1))?;
-    if pages > RESTART_PAGES {
-        conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))?;
-    }
-    Ok(())
-}
-
-impl AuditStore for SqliteStore {
-    fn write(&mut self, batch: &[AuditRecord]) -> Result<(), String> {
+    /// Index `records` (each the JSON of an [`super::AuditRecord`], as the
+    /// log holds it), which end at log position `to`, in one transaction.
+    pub(crate) fn insert(&mut self, records: &[Vec<u8>], to: u64) -> Result<(), String> {
         let fail = |err: rusqlite::Error| format!("sqlite: {err}");
         let tx = self.conn.transaction().map_err(fail)?;
         {
@@ -137,10 +114,11 @@ impl AuditStore for SqliteStore {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .map_err(fail)?;
-            for record in batch {
-                let json = serde_json::to_string(record).map_err(|e| e.to_string())?;
-                let violations =
-                    serde_json::to_string(&record.violations).map_err(|e| e.to_string())?;
+            for json in records {
+                let text = std::str::from_utf8(json)
+                    .map_err(|_| "an audit record in the log is not UTF-8".to_owned())?;
+                let record: Row<'_> = serde_json::from_str(text)
+                    .map_err(|err| format!("an audit record in the log cannot be read: {err}"))?;
                 request
                     .execute(params![
                         record.request_id,
@@ -153,8 +131,8 @@ impl AuditStore for SqliteStore {
                         record.outcome,
                         record.stage,
                         record.attempts,
-                        violations,
-                        json,
+                        record.violations.get(),
+                        text,
                     ])
                     .map_err(fail)?;
                 for c in &record.calls {
@@ -163,7 +141,7 @@ impl AuditStore for SqliteStore {
                         i64::try_from(c.index).unwrap_or(i64::MAX),
                         c.id,
                         c.tool,
-                        c.arguments.to_string(),
+                        c.arguments.get(),
                         c.valid,
                         c.codes.join(","),
                         c.idempotency_key,
@@ -171,65 +149,154 @@ impl AuditStore for SqliteStore {
                     .map_err(fail)?;
                 }
             }
+            tx.execute(
+                "UPDATE audit_log_position SET position = ?1",
+                params![i64::try_from(to).unwrap_or(i64::MAX)],
+            )
+            .map_err(fail)?;
         }
         tx.commit().map_err(fail)
     }
+
+    /// Copy the WAL into the database and sync it, without waiting for
+    /// readers: true when everything committed is now on disk.
+    pub(crate) fn checkpoint(&self) -> Result<bool, String> {
+        let (busy, log, done): (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
+            .map_err(|err| format!("sqlite: {err}"))?;
+        Ok(busy == 0 && log == done)
+    }
+}
+
+/// An audit record as the log holds it, borrowed where it can be.
+#[derive(Deserialize)]
+struct Row<'a> {
+    #[serde(borrow)]
+    request_id: Cow<'a, str>,
+    time_ms: u64,
+    #[serde(borrow)]
+    route: Cow<'a, str>,
+    #[serde(borrow)]
+    caller: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    policy_hash: Cow<'a, str>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    stream: bool,
+    #[serde(borrow)]
+    outcome: Cow<'a, str>,
+    #[serde(borrow)]
+    stage: Cow<'a, str>,
+    attempts: u32,
+    #[serde(borrow)]
+    calls: Vec<CallRow<'a>>,
+    #[serde(borrow)]
+    violations: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct CallRow<'a> {
+    index: usize,
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    tool: Cow<'a, str>,
+    #[serde(borrow)]
+    arguments: &'a RawValue,
+    valid: bool,
+    codes: Vec<String>,
+    #[serde(borrow)]
+    idempotency_key: Option<Cow<'a, str>>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditCall, AuditRecord};
+    use crate::audit::AuditRecord;
 
     fn record(n: usize) -> AuditRecord {
-        AuditRecord {
-            request_id: format!("r-{n}"),
-            time_ms: 0,
-            route: "chat_completions",
-            caller: None,
-            policy_hash: "0".repeat(64),
-            model: Some("m".into()),
-            stream: false,
-            outcome: "released",
-            stage: "response",
-            attempts: 1,
-            calls: vec![AuditCall {
-                index: 0,
-                id: Some(format!("call-{n}")),
-                tool: "get_weather".into(),
-                arguments: serde_json::json!({"city": "Paris", "pad": "x".repeat(500)}),
-                valid: true,
-                codes: vec![],
-                idempotency_key: Some(format!("{n:064}")),
-            }],
-            violations: vec![],
-        }
+        AuditRecord::sample(n, 500)
     }
 
-    /// The writer's own checkpoints keep the WAL from growing with the
-    /// number of records, and every record stays readable.
+    fn json(record: &AuditRecord) -> Vec<u8> {
+        serde_json::to_vec(record).unwrap()
+    }
+
+    /// Checkpoints between commits keep the WAL from growing with the
+    /// number of records; every record stays readable, and the position
+    /// moves with the rows.
     #[test]
     fn the_wal_stays_small_under_a_steady_stream_of_records() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.db");
-        let mut store = SqliteStore::open(path.to_str().unwrap()).unwrap();
+        let mut index = SqliteIndex::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(index.position().unwrap(), 0);
         let batches = 300;
         for b in 0..batches {
-            let batch: Vec<AuditRecord> = (0..64).map(|i| record(b * 64 + i)).collect();
-            store.write(&batch).unwrap();
+            let batch: Vec<Vec<u8>> = (0..64).map(|i| json(&record(b * 64 + i))).collect();
+            index.insert(&batch, (b as u64 + 1) * 1000).unwrap();
             if b % 20 == 0 {
-                std::thread::sleep(CHECKPOINT_EVERY);
+                assert!(index.checkpoint().unwrap(), "no reader holds the WAL");
             }
         }
-        std::thread::sleep(CHECKPOINT_EVERY * 2);
         let wal = std::fs::metadata(dir.path().join("audit.db-wal"))
             .unwrap()
             .len();
         assert!(wal < 16 << 20, "the WAL holds {wal} bytes");
-        let count: i64 = store
+        let count: i64 = index
             .conn
             .query_row("SELECT count(*) FROM audit_calls", [], |row| row.get(0))
             .unwrap();
         assert_eq!(usize::try_from(count).unwrap(), batches * 64);
+        drop(index);
+        let index = SqliteIndex::open(path.to_str().unwrap()).unwrap();
+        assert_eq!(index.position().unwrap(), batches as u64 * 1000);
+    }
+
+    /// The columns hold what the record says, the JSON ones exactly as
+    /// the record serializes them.
+    #[test]
+    fn rows_are_the_records_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = SqliteIndex::open(dir.path().join("a.db").to_str().unwrap()).unwrap();
+        let mut original = record(7);
+        original.caller = Some("bot \"one\"".into());
+        original.calls[0].codes = vec!["schema_violation", "forbidden"];
+        original.violations = vec![crate::audit::AuditViolation {
+            code: "forbidden",
+            call: Some(0),
+            tool: Some("get_weather".into()),
+            path: None,
+            message: "no".into(),
+        }];
+        index.insert(&[json(&original)], 1).unwrap();
+        let (record, violations, caller): (String, String, String) = index
+            .conn
+            .query_row(
+                "SELECT record, violations, caller FROM audit_requests",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(record.as_bytes(), json(&original));
+        assert_eq!(
+            violations,
+            serde_json::to_string(&original.violations).unwrap()
+        );
+        assert_eq!(caller, "bot \"one\"");
+        let (arguments, codes, key): (String, String, String) = index
+            .conn
+            .query_row(
+                "SELECT arguments, codes, idempotency_key FROM audit_calls",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(arguments, original.calls[0].arguments.to_string());
+        assert_eq!(codes, "schema_violation,forbidden");
+        assert_eq!(Some(key), original.calls[0].idempotency_key);
     }
 }

@@ -19,6 +19,7 @@
 mod splice;
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
@@ -46,6 +47,12 @@ type Sender = mpsc::Sender<Result<Frame<Bytes>, Infallible>>;
 
 /// Answer a stream request whose upstream answered with a stream: the
 /// response starts now; its body is written as the upstream's is read.
+///
+/// The pump that reads the upstream runs inside the response body, polled
+/// by the connection's own task whenever the client's side is ready for
+/// more: an event the upstream sends reaches the client's socket without
+/// waking a second task, and a client that goes away drops the pump with
+/// the body.
 pub(crate) fn run(gw: Arc<Gateway>, exchange: &Exchange, answer: Answer, sent: Sent) -> Response {
     let status = answer.status;
     let mut headers = answer.headers.clone();
@@ -53,14 +60,22 @@ pub(crate) fn run(gw: Arc<Gateway>, exchange: &Exchange, answer: Answer, sent: S
     headers.insert(header::TRAILER, HeaderValue::from_static(IDEMPOTENCY_KEYS));
     let (sender, mut receiver) = mpsc::channel(CLIENT_QUEUE);
     let exchange = exchange.clone();
-    tokio::spawn(async move {
+    let mut pumping = Some(Box::pin(async move {
         let mut client = Client {
             out: sender,
             splice: Splice::new(exchange.provider, retries(&gw) > 0),
         };
         pump(&gw, &exchange, answer, &sent, &mut client).await;
-    });
+    }));
     let body = http_body_util::StreamBody::new(futures_util::stream::poll_fn(move |cx| {
+        // The pump first: it fills the queue as far as the upstream has
+        // sent; when it is done, its end of the queue is dropped and the
+        // body ends once the queue is empty.
+        if let Some(pump) = pumping.as_mut() {
+            if pump.as_mut().poll(cx).is_ready() {
+                pumping = None;
+            }
+        }
         receiver.poll_recv(cx)
     }));
     let mut response = Response::new(axum::body::Body::new(body));

@@ -437,9 +437,15 @@ impl Running {
         self.dir.path().join("audit.db")
     }
 
+    /// The SQLite audit index, once it holds every record committed.
+    pub fn audit_index(&self) -> rusqlite::Connection {
+        self.gateway.audit().caught_up().unwrap();
+        rusqlite::Connection::open(self.audit_db()).unwrap()
+    }
+
     /// Every audit record, oldest first, as JSON.
     pub fn audit_records(&self) -> Vec<Value> {
-        let conn = rusqlite::Connection::open(self.audit_db()).unwrap();
+        let conn = self.audit_index();
         let mut statement = conn
             .prepare("SELECT record FROM audit_requests ORDER BY rowid")
             .unwrap();

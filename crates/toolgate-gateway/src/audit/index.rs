@@ -1,0 +1,149 @@
+//! The indexer: one thread that fills the SQLite index from the audit log
+//! behind the requests, never on their path.
+//!
+//! It takes every durable record past the index's position and inserts
+//! them with the new position in one transaction; after a transaction it
+//! pauses (unless someone waits for the index), so that under load each
+//! takes many records. Every [`CHECKPOINT_EVERY`] it syncs the
+//! index, then lets go of the log segments the synced index covers, and
+//! makes a spare segment when the writer will soon need one. At startup it
+//! begins where the index stopped, so the records a crash left out of the
+//! index are taken first.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::log::{self, Shared, Work};
+use super::sqlite::SqliteIndex;
+
+/// How often the index is synced and indexed segments let go.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// The pause after a transaction, so that under load one transaction
+/// takes many records: the index's random pages are written once for
+/// them all (at 1000 records a second, a pause of 10 ms made the index
+/// write 20 MB/s to the disk the log syncs on, 250 ms about 7 MB/s). A
+/// request waiting for the index ([`Shared::caught_up`]) cuts it short.
+const PAUSE: Duration = Duration::from_millis(250);
+/// After a failure, the wait before trying again.
+const RETRY: Duration = Duration::from_millis(500);
+/// Log bytes read at most per transaction.
+const READ_AT_MOST: u64 = 4 << 20;
+/// The indexer's nice value: when the cores are busy, the requests' own
+/// threads (the runtime's, the audit writer) go first.
+const NICE: i32 = 10;
+
+/// Start the indexer of `shared`'s log into `index`.
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    index: SqliteIndex,
+    lag: prometheus_client::metrics::gauge::Gauge,
+) -> Result<(), String> {
+    let position = shared.indexed();
+    let indexer = Indexer {
+        shared,
+        index,
+        position,
+        // Nothing is let go before a checkpoint of this run completes.
+        synced: 0,
+        checkpointed: Instant::now(),
+        lag,
+    };
+    std::thread::Builder::new()
+        .name("toolgate-audit-index".into())
+        .spawn(move || {
+            let me = rustix::thread::gettid();
+            if let Err(err) = rustix::process::setpriority_process(Some(me), NICE) {
+                tracing::debug!(error = %err, "cannot lower the audit indexer's priority");
+            }
+            indexer.run();
+        })
+        .map(drop)
+        .map_err(|err| format!("cannot start the audit indexer: {err}"))
+}
+
+struct Indexer {
+    shared: Arc<Shared>,
+    index: SqliteIndex,
+    /// Where the last record indexed ends.
+    position: u64,
+    /// Where the last record indexed and synced ends.
+    synced: u64,
+    checkpointed: Instant,
+    lag: prometheus_client::metrics::gauge::Gauge,
+}
+
+impl Indexer {
+    fn run(mut self) {
+        loop {
+            let wait = CHECKPOINT_EVERY.saturating_sub(self.checkpointed.elapsed());
+            match self.shared.work(self.position, wait) {
+                Work::Records(durable) => match self.take(durable) {
+                    Ok(()) => self.shared.pause(PAUSE),
+                    Err(err) => {
+                        tracing::error!(error = %err, "the audit index cannot take the log's records");
+                        self.shared.index_failed(err);
+                        std::thread::sleep(RETRY);
+                    }
+                },
+                Work::Idle => {}
+                Work::Done => {
+                    self.maintain();
+                    break;
+                }
+            }
+            if self.checkpointed.elapsed() >= CHECKPOINT_EVERY {
+                self.maintain();
+            }
+        }
+        self.shared.indexer_stopped();
+    }
+
+    /// Index the records from the position on, up to `durable` and at
+    /// most [`READ_AT_MOST`] bytes of them, in one transaction.
+    fn take(&mut self, durable: u64) -> Result<(), String> {
+        let mut records = Vec::new();
+        let mut to = self.position;
+        while to < durable && to - self.position < READ_AT_MOST {
+            let (start, next) = self
+                .shared
+                .segment_of(to)
+                .ok_or_else(|| format!("the audit log has no segment holding position {to}"))?;
+            let path = self.shared.segment_path(start);
+            let fail = |err: std::io::Error| format!("audit log `{}`: {err}", path.display());
+            let end = next.map_or(durable, |next| next.min(durable));
+            let mut reader = log::SegmentReader::open(&path, start, to, Some(end)).map_err(fail)?;
+            while reader.position() < end && reader.position() - self.position < READ_AT_MOST {
+                let mut payload = Vec::new();
+                if !reader.next(&mut payload).map_err(fail)? {
+                    return Err(log::damaged(
+                        self.shared.dir_path(),
+                        &path,
+                        reader.position() - start,
+                    ));
+                }
+                records.push(payload);
+            }
+            to = reader.position();
+        }
+        self.index.insert(&records, to)?;
+        self.position = to;
+        self.shared.index_reached(to);
+        self.lag
+            .set(i64::try_from(self.shared.lag()).unwrap_or(i64::MAX));
+        Ok(())
+    }
+
+    /// Sync the index; let go of the segments it covers; make a spare.
+    fn maintain(&mut self) {
+        self.checkpointed = Instant::now();
+        match self.index.checkpoint() {
+            Ok(true) => self.synced = self.position,
+            Ok(false) => {}
+            Err(err) => tracing::warn!(error = %err, "audit index checkpoint failed"),
+        }
+        self.shared.synced(self.synced);
+        self.shared.prepare_spare();
+        self.lag
+            .set(i64::try_from(self.shared.lag()).unwrap_or(i64::MAX));
+    }
+}

@@ -1,0 +1,276 @@
+//! The audit log's writers: [`WRITERS`] threads take turns to append the
+//! records waiting as one group, then sync their group while the next
+//! thread appends the next one. A request so waits for one `fdatasync`
+//! (its group's), not for the rest of the one before it as well.
+//!
+//! Groups are answered in the order they were appended: a group is
+//! released only once every group before it is durable. A sync that fails
+//! fails its group and every group appended after it until the log has
+//! rewound to where the failed group started (a later `fdatasync` may
+//! report success for a file whose earlier error another one took).
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::mpsc;
+
+use super::log::{LogStore, Shared};
+use super::{gather, AuditRecord, Job, Reply, Stopped};
+use crate::metrics::AuditMetrics;
+
+/// Writer threads: groups synced at once, at most.
+const WRITERS: usize = 3;
+
+/// Start the writers of `log`, answering the jobs of `receiver`. `open`
+/// is cleared when they stop.
+pub(crate) fn spawn(
+    log: LogStore,
+    receiver: mpsc::Receiver<Job>,
+    metrics: &AuditMetrics,
+    open: &Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let shared = log.shared();
+    let pipeline = Arc::new(Pipeline {
+        shared,
+        intake: Mutex::new(Intake {
+            receiver,
+            log,
+            seq: 0,
+        }),
+        order: Mutex::new(Order::default()),
+        metrics: metrics.clone(),
+    });
+    for n in 0..WRITERS {
+        let pipeline = Arc::clone(&pipeline);
+        let open = Arc::clone(open);
+        std::thread::Builder::new()
+            .name(format!("toolgate-audit-{n}"))
+            .spawn(move || {
+                let _stopped = Stopped(open);
+                while pipeline.turn() {}
+            })?;
+    }
+    Ok(())
+}
+
+struct Pipeline {
+    /// Taken in turn, to gather a group and append it.
+    intake: Mutex<Intake>,
+    /// Taken after a sync (never while waiting for the intake), to answer
+    /// groups in order.
+    order: Mutex<Order>,
+    /// Told how far the log is durable, in order, for the indexer.
+    shared: Arc<Shared>,
+    metrics: AuditMetrics,
+}
+
+struct Intake {
+    receiver: mpsc::Receiver<Job>,
+    log: LogStore,
+    /// The next group's number.
+    seq: u64,
+}
+
+#[derive(Default)]
+struct Order {
+    /// The next group to answer.
+    next: u64,
+    /// Groups synced (or failed) that wait for an earlier one.
+    done: BTreeMap<u64, Synced>,
+    /// The first group whose sync failed, while the groups after it are
+    /// in doubt.
+    failed: Option<u64>,
+    /// The first group appended after the log rewound past the failure.
+    resumed: Option<u64>,
+    /// Where the log must rewind to, for the next append.
+    rewind: Option<u64>,
+}
+
+struct Synced {
+    /// Where the group ends when its sync succeeded; where it starts and
+    /// why when it failed (no start when it was never written).
+    outcome: Result<u64, (Option<u64>, String)>,
+    replies: Vec<Reply>,
+}
+
+impl Pipeline {
+    /// Gather, append, sync and answer one group; false when the queue
+    /// has closed (or a writer died holding a lock).
+    fn turn(&self) -> bool {
+        let mut batch: Vec<AuditRecord> = Vec::new();
+        let mut replies = Vec::new();
+        let (seq, appended, began) = {
+            let Ok(mut intake) = self.intake.lock() else {
+                return false;
+            };
+            if !gather(&mut intake.receiver, &mut batch, &mut replies) {
+                return false;
+            }
+            let began = std::time::Instant::now();
+            let seq = intake.seq;
+            intake.seq += 1;
+            if let Some(at) = self.rewound(seq) {
+                intake.log.rewind(at);
+            }
+            (seq, intake.log.append(&batch), began)
+        };
+        let outcome = match appended {
+            // A sync that panicked is a failed one: its group is answered,
+            // so the groups after it are not left waiting for it.
+            Ok(group) => std::panic::catch_unwind(AssertUnwindSafe(|| group.sync()))
+                .unwrap_or_else(|_| Err("the audit log's sync panicked".to_owned()))
+                .map(|()| group.end)
+                .map_err(|err| (Some(group.start), err)),
+            Err(err) => Err((None, err)),
+        };
+        self.metrics.group(batch.len(), began.elapsed());
+        self.answer(seq, Synced { outcome, replies })
+    }
+
+    /// Before group `seq` is appended: where to rewind the log to, when a
+    /// failed sync asks for it; `seq` is then the first group after it.
+    fn rewound(&self, seq: u64) -> Option<u64> {
+        let mut order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = order.rewind.take()?;
+        order.resumed = Some(seq);
+        Some(at)
+    }
+
+    /// Record group `seq` as synced, then answer every group whose turn
+    /// has come; false if the order lock was poisoned.
+    fn answer(&self, seq: u64, synced: Synced) -> bool {
+        let Ok(mut order) = self.order.lock() else {
+            return false;
+        };
+        order.done.insert(seq, synced);
+        let mut durable = None;
+        let mut answers = Vec::new();
+        while let Some(synced) = {
+            let next = order.next;
+            order.done.remove(&next)
+        } {
+            let seq = order.next;
+            order.next += 1;
+            let outcome = order.settle(seq, synced.outcome);
+            if let Ok(end) = outcome {
+                durable = Some(end);
+            }
+            answers.push((synced.replies, outcome.map(drop)));
+        }
+        drop(order);
+        // Durable first: a client that has its answer and then waits for
+        // the index finds its record counted.
+        if let Some(end) = durable {
+            self.shared.durable_up_to(end);
+        }
+        for (replies, outcome) in answers {
+            if let Err(err) = &outcome {
+                tracing::error!(error = %err, records = replies.len(), "audit write failed");
+            }
+            for reply in replies {
+                let _ = reply.send(outcome.clone());
+            }
+        }
+        true
+    }
+}
+
+impl Order {
+    /// The outcome of group `seq`, answered in its turn: where it ends
+    /// when it is durable. Its sync failing puts the groups appended after
+    /// it in doubt, until the log rewinds.
+    fn settle(
+        &mut self,
+        seq: u64,
+        synced: Result<u64, (Option<u64>, String)>,
+    ) -> Result<u64, String> {
+        let doubt = self.failed.is_some_and(|failed| seq > failed)
+            && self.resumed.is_none_or(|resumed| seq < resumed);
+        match synced {
+            Ok(_) if doubt => Err(
+                "an earlier audit group failed to sync, and this one was written after it"
+                    .to_owned(),
+            ),
+            Ok(end) => Ok(end),
+            Err((start, err)) => {
+                if let (Some(start), false) = (start, doubt) {
+                    self.failed = Some(seq);
+                    self.resumed = None;
+                    self.rewind = Some(start);
+                }
+                Err(err)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::oneshot;
+
+    use super::*;
+
+    fn pipeline(dir: &std::path::Path) -> Pipeline {
+        let log = LogStore::open(&dir.join("log"), 0).unwrap();
+        let (_, receiver) = mpsc::channel(1);
+        Pipeline {
+            shared: log.shared(),
+            intake: Mutex::new(Intake {
+                receiver,
+                log,
+                seq: 0,
+            }),
+            order: Mutex::new(Order::default()),
+            metrics: AuditMetrics::default(),
+        }
+    }
+
+    fn group(
+        outcome: Result<u64, (Option<u64>, String)>,
+    ) -> (Synced, oneshot::Receiver<Result<(), String>>) {
+        let (reply, answer) = oneshot::channel();
+        let synced = Synced {
+            outcome,
+            replies: vec![reply],
+        };
+        (synced, answer)
+    }
+
+    /// A group synced before the one appended before it waits for it; a
+    /// failed sync fails the groups appended after it until the log has
+    /// rewound, and only what is answered as durable is told to the index.
+    #[test]
+    fn groups_are_answered_in_order_and_a_failure_fails_what_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = pipeline(dir.path());
+        let durable = || pipeline.shared.durable();
+        let start = durable();
+
+        let (second, mut second_answer) = group(Ok(start + 200));
+        pipeline.answer(1, second);
+        assert!(second_answer.try_recv().is_err(), "waits for group 0");
+        let (first, mut first_answer) = group(Ok(start + 100));
+        pipeline.answer(0, first);
+        assert_eq!(first_answer.try_recv().unwrap(), Ok(()));
+        assert_eq!(second_answer.try_recv().unwrap(), Ok(()));
+        assert_eq!(durable(), start + 200);
+
+        let (failed, mut failed_answer) = group(Err((Some(start + 200), "EIO".into())));
+        pipeline.answer(2, failed);
+        assert_eq!(failed_answer.try_recv().unwrap(), Err("EIO".into()));
+        // Appended after the failure, before the rewind: in doubt.
+        let (doubtful, mut doubtful_answer) = group(Ok(start + 300));
+        pipeline.answer(3, doubtful);
+        assert!(doubtful_answer.try_recv().unwrap().is_err());
+        assert_eq!(durable(), start + 200);
+
+        assert_eq!(pipeline.rewound(4), Some(start + 200));
+        assert_eq!(pipeline.rewound(5), None);
+        let (after, mut after_answer) = group(Ok(start + 250));
+        pipeline.answer(4, after);
+        assert_eq!(after_answer.try_recv().unwrap(), Ok(()));
+        assert_eq!(durable(), start + 250);
+    }
+}
