@@ -18,7 +18,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from workload import KINDS  # noqa: E402  (defect kind -> violation code)
+from shapes.common import CODES as KINDS  # noqa: E402  (defect kind -> violation code)
 
 GOAL_CALLS_PER_S = 1_000_000
 GOAL_SIZE = 100_000
