@@ -125,14 +125,13 @@ fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, Argu
 mod fast {
     use serde_json::{Map, Number, Value};
 
+    use crate::detect::cursor::Cursor;
     use crate::detect::fast::special;
     use crate::detect::node::escape;
 
     pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
         let mut read = Read {
-            text,
-            bytes: text.as_bytes(),
-            at: 0,
+            cursor: Cursor::new(text),
             // The strict reader's bound, with a level to spare.
             depth_left: max_depth.checked_sub(2)?,
         };
@@ -143,28 +142,28 @@ mod fast {
         let Value::Object(map) = read.value()? else {
             return None;
         };
-        read.space();
-        (read.at == read.bytes.len()).then_some(map)
+        read.at_end().then_some(map)
     }
 
     struct Read<'a> {
-        text: &'a str,
-        bytes: &'a [u8],
-        at: usize,
+        cursor: Cursor<'a>,
         depth_left: usize,
     }
 
+    impl<'a> std::ops::Deref for Read<'a> {
+        type Target = Cursor<'a>;
+        fn deref(&self) -> &Cursor<'a> {
+            &self.cursor
+        }
+    }
+
+    impl std::ops::DerefMut for Read<'_> {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            &mut self.cursor
+        }
+    }
+
     impl Read<'_> {
-        fn peek(&self) -> Option<u8> {
-            self.bytes.get(self.at).copied()
-        }
-
-        fn space(&mut self) {
-            while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-                self.at += 1;
-            }
-        }
-
         fn value(&mut self) -> Option<Value> {
             self.space();
             match self.peek()? {
@@ -215,10 +214,10 @@ mod fast {
                     Some(Value::Array(items))
                 }
                 b'"' => self.string().map(Value::String),
-                b'n' => self.word("null", Value::Null),
-                b't' => self.word("true", Value::Bool(true)),
-                b'f' => self.word("false", Value::Bool(false)),
-                _ => self.number(),
+                b'n' => self.literal("null").map(|()| Value::Null),
+                b't' => self.literal("true").map(|()| Value::Bool(true)),
+                b'f' => self.literal("false").map(|()| Value::Bool(false)),
+                _ => self.number_value(),
             }
         }
 
@@ -232,14 +231,6 @@ mod fast {
                 _ if byte == end => Some(true),
                 _ => None,
             }
-        }
-
-        fn word(&mut self, word: &str, value: Value) -> Option<Value> {
-            let end = self.at + word.len();
-            (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| {
-                self.at = end;
-                value
-            })
         }
 
         /// A string, unescaped as it is scanned.
@@ -267,37 +258,15 @@ mod fast {
             }
         }
 
-        fn number(&mut self) -> Option<Value> {
-            let start = self.at;
-            if self.peek() == Some(b'-') {
-                self.at += 1;
-            }
-            let digits = self.at;
-            while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                self.at += 1;
-            }
-            let integral = &self.bytes[digits..self.at];
-            if integral.is_empty() || (integral[0] == b'0' && integral.len() > 1) {
-                return None;
-            }
-            let mut float = false;
-            if self.peek() == Some(b'.') {
-                float = true;
-                self.at += 1;
-                let fraction = self.at;
-                while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                    self.at += 1;
-                }
-                if self.at == fraction {
-                    return None;
-                }
-            }
-            if let Some(b'e' | b'E') = self.peek() {
+        fn number_value(&mut self) -> Option<Value> {
+            let number = self.number()?;
+            if number.exponent {
                 // The strict reader rounds exponents its own way.
                 return None;
             }
-            let literal = self.text.get(start..self.at)?;
-            if !float {
+            let literal = self.text.get(number.start..self.at)?;
+            if !number.fraction {
+                let integral = &self.bytes[number.integral];
                 // The strict reader reads `-0` as the float -0.0.
                 if literal.starts_with('-') && integral.iter().all(|&b| b == b'0') {
                     return None;

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 
+use crate::detect::cursor::Cursor;
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
 
@@ -21,27 +22,35 @@ use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
 /// `max_depth`; `None` when the reference reader must decide.
 pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
     let mut scan = Scan {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
+        cursor: Cursor::new(text),
         depth: 0,
         max_depth,
         envelope: 0,
     };
     let node = scan.node()?;
-    scan.space();
-    (scan.at == scan.bytes.len()).then_some(node)
+    scan.at_end().then_some(node)
 }
 
 struct Scan<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    at: usize,
+    cursor: Cursor<'a>,
     /// Arrays and objects open here, read or skipped.
     depth: usize,
     max_depth: usize,
     /// Arrays and objects read as nodes open here.
     envelope: usize,
+}
+
+impl<'a> std::ops::Deref for Scan<'a> {
+    type Target = Cursor<'a>;
+    fn deref(&self) -> &Cursor<'a> {
+        &self.cursor
+    }
+}
+
+impl std::ops::DerefMut for Scan<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.cursor
+    }
 }
 
 /// How a known key's value is read: the type of its field in [`Obj`].
@@ -169,16 +178,6 @@ enum Value<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
-    }
-
-    fn space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.at += 1;
-        }
-    }
-
     fn eat(&mut self, byte: u8) -> Option<()> {
         self.space();
         (self.peek()? == byte).then(|| self.at += 1)
@@ -220,8 +219,8 @@ impl<'a> Scan<'a> {
     /// refused when out of range): one that may be out of range (an
     /// exponent, a long integral part) is its to judge.
     fn scalar_number(&mut self) -> Option<()> {
-        let doubtful = self.number()?;
-        (!doubtful).then_some(())
+        let number = self.number()?;
+        (!number.exponent && number.integral.len() <= 20).then_some(())
     }
 
     /// Any value read as the reference reads "any value" for a flag: a
@@ -416,56 +415,6 @@ impl<'a> Scan<'a> {
             b'f' => self.literal("false"),
             _ => self.number().map(|_| ()),
         }
-    }
-
-    fn literal(&mut self, word: &str) -> Option<()> {
-        let end = self.at + word.len();
-        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| self.at = end)
-    }
-
-    /// A number in JSON's grammar; whether it is doubtful as a float (an
-    /// exponent, more than 20 integral digits).
-    fn number(&mut self) -> Option<bool> {
-        if self.peek() == Some(b'-') {
-            self.at += 1;
-        }
-        let integral = self.at;
-        match self.peek()? {
-            b'0' => {
-                self.at += 1;
-                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-            }
-            b'1'..=b'9' => self.digits(),
-            _ => return None,
-        }
-        let long = self.at - integral > 20;
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            self.some_digits()?;
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
-            }
-            self.some_digits()?;
-            return Some(true);
-        }
-        Some(long)
-    }
-
-    fn digits(&mut self) {
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.at += 1;
-        }
-    }
-
-    fn some_digits(&mut self) -> Option<()> {
-        let start = self.at;
-        self.digits();
-        (self.at > start).then_some(())
     }
 
     /// A string at the cursor: its text between the quotes, as written,

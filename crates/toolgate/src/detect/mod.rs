@@ -9,6 +9,7 @@
 
 pub mod args;
 mod collect;
+mod cursor;
 mod document;
 mod fast;
 pub mod limits;

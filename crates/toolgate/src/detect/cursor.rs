@@ -1,0 +1,103 @@
+//! A place in JSON text and the grammar the fast readers share
+//! ([`fast`](super::fast) for envelopes, [`args`](super::args) for
+//! arguments): whitespace, literals, numbers. Each reader derefs to its
+//! cursor.
+
+/// Where a reader is in `text`.
+pub(crate) struct Cursor<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
+}
+
+/// A number as written: where it is and which parts it has.
+pub(crate) struct Number {
+    pub(crate) start: usize,
+    /// The digits before any `.` or exponent.
+    pub(crate) integral: std::ops::Range<usize>,
+    pub(crate) fraction: bool,
+    pub(crate) exponent: bool,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(text: &'a str) -> Cursor<'a> {
+        Cursor {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+        }
+    }
+
+    pub(crate) fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    pub(crate) fn space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    /// Whether only whitespace is left.
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.space();
+        self.at == self.bytes.len()
+    }
+
+    /// `word` (`null`, `true`, `false`) at the cursor.
+    pub(crate) fn literal(&mut self, word: &str) -> Option<()> {
+        let end = self.at + word.len();
+        (self.bytes.get(self.at..end)? == word.as_bytes()).then(|| self.at = end)
+    }
+
+    /// A number in JSON's grammar at the cursor.
+    pub(crate) fn number(&mut self) -> Option<Number> {
+        let start = self.at;
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        let integral = self.at;
+        match self.peek()? {
+            b'0' => {
+                self.at += 1;
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        let integral = integral..self.at;
+        let fraction = self.peek() == Some(b'.');
+        if fraction {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        let exponent = matches!(self.peek(), Some(b'e' | b'E'));
+        if exponent {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            self.some_digits()?;
+        }
+        Some(Number {
+            start,
+            integral,
+            fraction,
+            exponent,
+        })
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let start = self.at;
+        self.digits();
+        (self.at > start).then_some(())
+    }
+}
