@@ -125,7 +125,7 @@ fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, Argu
 mod fast {
     use serde_json::{Map, Number, Value};
 
-    use crate::detect::cursor::Cursor;
+    use crate::detect::cursor::{items, reads_with_cursor, Cursor};
     use crate::detect::fast::special;
     use crate::detect::node::escape;
 
@@ -150,18 +150,7 @@ mod fast {
         depth_left: usize,
     }
 
-    impl<'a> std::ops::Deref for Read<'a> {
-        type Target = Cursor<'a>;
-        fn deref(&self) -> &Cursor<'a> {
-            &self.cursor
-        }
-    }
-
-    impl std::ops::DerefMut for Read<'_> {
-        fn deref_mut(&mut self) -> &mut Self::Target {
-            &mut self.cursor
-        }
-    }
+    reads_with_cursor!(Read);
 
     impl Read<'_> {
         fn value(&mut self) -> Option<Value> {
@@ -171,65 +160,32 @@ mod fast {
                     self.depth_left = self.depth_left.checked_sub(1)?;
                     self.at += 1;
                     let mut map = Map::new();
-                    self.space();
-                    if self.peek()? == b'}' {
-                        self.at += 1;
-                    } else {
-                        loop {
-                            self.space();
-                            let key = self.string()?;
-                            self.space();
-                            if self.peek()? != b':' {
-                                return None;
-                            }
-                            self.at += 1;
-                            let value = self.value()?;
-                            if map.insert(key, value).is_some() {
-                                return None;
-                            }
-                            if self.close(b'}')? {
-                                break;
-                            }
-                        }
-                    }
+                    items(self, b'}', |read| {
+                        let key = read.string()?;
+                        read.space();
+                        read.literal(":")?;
+                        let value = read.value()?;
+                        map.insert(key, value).is_none().then_some(())
+                    })?;
                     self.depth_left += 1;
                     Some(Value::Object(map))
                 }
                 b'[' => {
                     self.depth_left = self.depth_left.checked_sub(1)?;
                     self.at += 1;
-                    let mut items = Vec::new();
-                    self.space();
-                    if self.peek()? == b']' {
-                        self.at += 1;
-                    } else {
-                        loop {
-                            items.push(self.value()?);
-                            if self.close(b']')? {
-                                break;
-                            }
-                        }
-                    }
+                    let mut list = Vec::new();
+                    items(self, b']', |read| {
+                        list.push(read.value()?);
+                        Some(())
+                    })?;
                     self.depth_left += 1;
-                    Some(Value::Array(items))
+                    Some(Value::Array(list))
                 }
                 b'"' => self.string().map(Value::String),
                 b'n' => self.literal("null").map(|()| Value::Null),
                 b't' => self.literal("true").map(|()| Value::Bool(true)),
                 b'f' => self.literal("false").map(|()| Value::Bool(false)),
                 _ => self.number_value(),
-            }
-        }
-
-        /// After an item: `,` (more follow) or `end` (the last).
-        fn close(&mut self, end: u8) -> Option<bool> {
-            self.space();
-            let byte = self.peek()?;
-            self.at += 1;
-            match byte {
-                b',' => Some(false),
-                _ if byte == end => Some(true),
-                _ => None,
             }
         }
 

@@ -3,6 +3,26 @@
 //! arguments): whitespace, literals, numbers. Each reader derefs to its
 //! cursor.
 
+/// `Deref` and `DerefMut` from a reader (a struct with a `cursor` field)
+/// to its cursor.
+macro_rules! reads_with_cursor {
+    ($reader:ident) => {
+        impl<'a> std::ops::Deref for $reader<'a> {
+            type Target = $crate::detect::cursor::Cursor<'a>;
+            fn deref(&self) -> &Self::Target {
+                &self.cursor
+            }
+        }
+
+        impl std::ops::DerefMut for $reader<'_> {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut self.cursor
+            }
+        }
+    };
+}
+pub(crate) use reads_with_cursor;
+
 /// Where a reader is in `text`.
 pub(crate) struct Cursor<'a> {
     pub(crate) text: &'a str,
@@ -99,5 +119,36 @@ impl<'a> Cursor<'a> {
         let start = self.at;
         self.digits();
         (self.at > start).then_some(())
+    }
+}
+
+/// The items of an array or the entries of an object, its opening bracket
+/// read: `item` reads one (after any whitespace), separated by commas,
+/// until `close`, which is read too.
+pub(crate) fn items<'a, R>(
+    reader: &mut R,
+    close: u8,
+    mut item: impl FnMut(&mut R) -> Option<()>,
+) -> Option<()>
+where
+    R: std::ops::DerefMut<Target = Cursor<'a>>,
+{
+    reader.space();
+    if reader.peek()? == close {
+        reader.at += 1;
+        return Some(());
+    }
+    loop {
+        reader.space();
+        item(reader)?;
+        reader.space();
+        match reader.peek()? {
+            b',' => reader.at += 1,
+            byte if byte == close => {
+                reader.at += 1;
+                return Some(());
+            }
+            _ => return None,
+        }
     }
 }

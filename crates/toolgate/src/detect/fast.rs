@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 
-use crate::detect::cursor::Cursor;
+use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
 
@@ -40,18 +40,7 @@ struct Scan<'a> {
     envelope: usize,
 }
 
-impl<'a> std::ops::Deref for Scan<'a> {
-    type Target = Cursor<'a>;
-    fn deref(&self) -> &Cursor<'a> {
-        &self.cursor
-    }
-}
-
-impl std::ops::DerefMut for Scan<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.cursor
-    }
-}
+reads_with_cursor!(Scan);
 
 /// How a known key's value is read: the type of its field in [`Obj`].
 #[derive(Clone, Copy)]
@@ -243,26 +232,13 @@ impl<'a> Scan<'a> {
     fn list(&mut self) -> Option<Vec<Node<'a>>> {
         self.open()?;
         self.at += 1;
-        let mut items = Vec::new();
-        self.space();
-        if self.peek()? == b']' {
-            self.at += 1;
-        } else {
-            loop {
-                items.push(self.node()?);
-                self.space();
-                match self.peek()? {
-                    b',' => self.at += 1,
-                    b']' => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return None,
-                }
-            }
-        }
+        let mut list = Vec::new();
+        items(self, b']', |scan| {
+            list.push(scan.node()?);
+            Some(())
+        })?;
         self.depth -= 1;
-        Some(items)
+        Some(list)
     }
 
     fn object(&mut self) -> Option<Box<Obj<'a>>> {
@@ -270,42 +246,24 @@ impl<'a> Scan<'a> {
         self.at += 1;
         let mut obj = Box::<Obj<'a>>::default();
         let mut seen = 0u128;
-        self.space();
-        if self.peek()? == b'}' {
-            self.at += 1;
-            self.depth -= 1;
-            return Some(obj);
-        }
-        loop {
-            self.space();
-            let (key, escaped) = self.string()?;
+        items(self, b'}', |scan| {
+            let (key, escaped) = scan.string()?;
             if escaped {
                 return None;
             }
-            self.eat(b':')?;
-            match field(key) {
-                Some(field) => {
-                    // A key given twice is refused, as serde does.
-                    let bit = 1u128 << field as u8;
-                    if seen & bit != 0 {
-                        return None;
-                    }
-                    seen |= bit;
-                    let value = self.value(TAKES[field as usize])?;
-                    store(&mut obj, field, value)?;
-                }
-                None => self.skip()?,
+            scan.eat(b':')?;
+            let Some(field) = field(key) else {
+                return scan.skip();
+            };
+            // A key given twice is refused, as serde does.
+            let bit = 1u128 << field as u8;
+            if seen & bit != 0 {
+                return None;
             }
-            self.space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
+            seen |= bit;
+            let value = scan.value(TAKES[field as usize])?;
+            store(&mut obj, field, value)
+        })?;
         self.depth -= 1;
         Some(obj)
     }
@@ -371,41 +329,18 @@ impl<'a> Scan<'a> {
             b'{' => {
                 self.open()?;
                 self.at += 1;
-                self.space();
-                if self.peek()? != b'}' {
-                    loop {
-                        self.space();
-                        self.string()?;
-                        self.eat(b':')?;
-                        self.skip()?;
-                        self.space();
-                        match self.peek()? {
-                            b',' => self.at += 1,
-                            b'}' => break,
-                            _ => return None,
-                        }
-                    }
-                }
-                self.at += 1;
+                items(self, b'}', |scan| {
+                    scan.string()?;
+                    scan.eat(b':')?;
+                    scan.skip()
+                })?;
                 self.depth -= 1;
                 Some(())
             }
             b'[' => {
                 self.open()?;
                 self.at += 1;
-                self.space();
-                if self.peek()? != b']' {
-                    loop {
-                        self.skip()?;
-                        self.space();
-                        match self.peek()? {
-                            b',' => self.at += 1,
-                            b']' => break,
-                            _ => return None,
-                        }
-                    }
-                }
-                self.at += 1;
+                items(self, b']', Scan::skip)?;
                 self.depth -= 1;
                 Some(())
             }
