@@ -141,6 +141,8 @@ codes! {
     ResultMissingName => "result_missing_name", Result;
     ResultBadContent => "result_bad_content", Result;
     ResultMissing => "result_missing", Result;
+    ToolDefinitionChanged => "tool_definition_changed", Call;
+    ResultSchemaViolation => "result_schema_violation", Result;
 }
 
 impl std::fmt::Display for ViolationCode {

@@ -106,6 +106,21 @@ impl Policy {
         name::violation(self, declared.map(|d| &d.tools.names), 0, name)
     }
 
+    /// Whether `caller` may call a tool named `name` at all, given the tools
+    /// declared (`forbidden`, the allowlist, look-alikes, roles): the
+    /// violation that would refuse any call of it. An MCP gateway lists a
+    /// server's tool only when this is `None`.
+    #[must_use]
+    pub fn tool_refusal(
+        &self,
+        declared: Option<&DeclaredTools>,
+        caller: Option<&Caller>,
+        name: &str,
+    ) -> Option<Violation> {
+        self.name_violation(declared, name)
+            .or_else(|| access::role(&self.access, caller, 0, name))
+    }
+
     /// Read `bytes` (any wire format) and check every call.
     #[must_use]
     pub fn check(&self, bytes: &[u8]) -> Verdict {

@@ -32,6 +32,9 @@ pub struct Event {
     pub raw: Vec<u8>,
     /// The value of the last `event:` field, if any.
     pub name: Option<Vec<u8>>,
+    /// The value of the last `id:` field, if any (what a client sends back
+    /// as `Last-Event-ID` to resume a stream).
+    pub id: Option<Vec<u8>>,
     /// The `data:` lines joined with `"\n"`; `None` when the event has no
     /// `data` field (a comment, a keep-alive, blank lines).
     pub data: Option<Vec<u8>>,
@@ -82,6 +85,7 @@ pub struct Framer {
     /// The event being read has a line of no known field.
     unknown_field: bool,
     name: Option<Vec<u8>>,
+    id: Option<Vec<u8>>,
     data: Option<Vec<u8>>,
 }
 
@@ -98,6 +102,7 @@ impl Framer {
             has_lines: false,
             unknown_field: false,
             name: None,
+            id: None,
             data: None,
         }
     }
@@ -202,6 +207,8 @@ impl Framer {
             }
         } else if name.eq_ignore_ascii_case(b"event") {
             self.name = Some(value.to_vec());
+        } else if name.eq_ignore_ascii_case(b"id") {
+            self.id = Some(value.to_vec());
         } else if !is_field(name) {
             self.unknown_field = true;
         }
@@ -211,6 +218,7 @@ impl Framer {
         out.push(Event {
             raw: std::mem::take(&mut self.raw),
             name: self.name.take(),
+            id: self.id.take(),
             data: self.data.take(),
             unknown_field: std::mem::take(&mut self.unknown_field),
         });

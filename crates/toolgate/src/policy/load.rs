@@ -13,11 +13,12 @@ use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, ToolDecl};
 use crate::policy::{
-    ArgExpectation, AuditSettings, GatewaySettings, Policy, Problem, ToolSpec, ToolTable,
+    ArgExpectation, AuditSettings, GatewaySettings, McpSettings, Policy, Problem, ToolSpec,
+    ToolTable,
 };
 
 /// Every top-level key, canonical spelling first, then the seed aliases.
-const TOP_KEYS: [(&str, &[&str]); 24] = [
+const TOP_KEYS: [(&str, &[&str]); 25] = [
     ("tools", &[]),
     ("tools_file", &[]),
     ("allowed_functions", &[]),
@@ -42,6 +43,7 @@ const TOP_KEYS: [(&str, &[&str]); 24] = [
     ("limits_backend", &[]),
     ("gateway", &[]),
     ("audit", &[]),
+    ("mcp", &[]),
 ];
 
 const NORMALIZE_KEYS: [&str; 3] = [
@@ -69,6 +71,8 @@ const GATEWAY_KEYS: [&str; 11] = [
     "body_read_timeout",
 ];
 const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
+const MCP_KEYS: [&str; 3] = ["servers", "pin_tools", "pins"];
+const MCP_SERVER_KEYS: [&str; 2] = ["name", "url"];
 
 /// Bounds on reading a policy or tools file: generous, but bounded.
 const FILE_LIMITS: Limits = Limits {
@@ -224,6 +228,9 @@ impl Loader<'_> {
                 .section::<AuditSettings>(key, v, &AUDIT_KEYS)
                 .unwrap_or_default();
         }
+        if let Some((key, v)) = get("mcp") {
+            policy.mcp = self.mcp(key, v);
+        }
         policy.access = self.access(&keys);
 
         // Tools: declared inline and in a tools file.
@@ -327,6 +334,70 @@ impl Loader<'_> {
             self.problems
                 .push(Problem::warning(&join(key, tool), message).for_tool(tool));
         }
+    }
+
+    /// `mcp`: each server named once, by a name that fits a URL path, in
+    /// front of an http(s) URL.
+    fn mcp(&mut self, key: &str, value: &Value) -> McpSettings {
+        if let Some(servers) = value.get("servers").and_then(Value::as_array) {
+            for (at, server) in servers.iter().enumerate() {
+                let path = format!("{key}.servers[{at}]");
+                match server.as_object() {
+                    Some(entry) => {
+                        for name in entry.keys() {
+                            if !MCP_SERVER_KEYS.contains(&name.as_str()) {
+                                self.problems
+                                    .push(unknown_key(&path, name, &MCP_SERVER_KEYS));
+                            }
+                        }
+                    }
+                    None => self.problem(&path, "must be a mapping with `name` and `url`"),
+                }
+            }
+        }
+        let Some(settings) = self.section::<McpSettings>(key, value, &MCP_KEYS) else {
+            return McpSettings::default();
+        };
+        let mut seen: Vec<&str> = Vec::new();
+        for (at, server) in settings.servers.iter().enumerate() {
+            let path = format!("{key}.servers[{at}]");
+            let name = server.name.as_str();
+            let fits = !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            if !fits {
+                self.problem(
+                    &format!("{path}.name"),
+                    "must be 1 to 64 letters, digits, `.`, `_` or `-` (it is served at /mcp/<name>)",
+                );
+            } else if seen.contains(&name) {
+                self.problem(
+                    &format!("{path}.name"),
+                    format!("the server `{name}` is listed twice; keep one"),
+                );
+            }
+            seen.push(name);
+            let url = server.url.trim();
+            let rest = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"));
+            if rest.is_none_or(|rest| rest.is_empty() || rest.starts_with('/')) {
+                self.problem(
+                    &format!("{path}.url"),
+                    "must be an http:// or https:// URL with a host",
+                );
+            }
+        }
+        if settings
+            .pins
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            self.problem(&format!("{key}.pins"), "must be a file path");
+        }
+        settings
     }
 
     /// Callers, roles, rules and rate limits (CONTRACT section 6).

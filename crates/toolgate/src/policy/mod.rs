@@ -58,6 +58,7 @@ pub struct Policy {
     pub(crate) limits: Limits,
     pub(crate) gateway: GatewaySettings,
     pub(crate) audit: AuditSettings,
+    pub(crate) mcp: McpSettings,
     /// Callers, roles, rules and rate limits (CONTRACT section 6).
     pub(crate) access: Access,
     /// What `policy lint` warns about: the policy loads and applies them
@@ -82,6 +83,7 @@ impl Default for Policy {
             limits: Limits::default(),
             gateway: GatewaySettings::default(),
             audit: AuditSettings::default(),
+            mcp: McpSettings::default(),
             access: Access::default(),
             warnings: Vec::new(),
         }
@@ -217,6 +219,47 @@ pub struct AuditSettings {
     pub redact: Vec<String>,
 }
 
+/// `mcp`: the MCP servers `toolgate serve` stands in front of, and the
+/// pinning of their tool definitions.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSettings {
+    /// Each served at `/mcp/<name>`.
+    pub servers: Vec<McpServer>,
+    /// Pin each tool definition by its SHA-256 when first seen; a changed
+    /// definition is withheld until accepted.
+    pub pin_tools: bool,
+    /// The pin file (default: `toolgate-pins.json` beside the audit file).
+    pub pins: Option<String>,
+}
+
+/// One MCP server behind the gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// The path segment it is served under: letters, digits, `.`, `_`, `-`.
+    pub name: String,
+    /// Its Streamable HTTP endpoint (`http://` or `https://`).
+    pub url: String,
+}
+
+impl McpSettings {
+    /// The pin file: `pins`, else `toolgate-pins.json` in the directory of
+    /// the audit's SQLite or JSON lines file, else in the working directory.
+    #[must_use]
+    pub fn pins_path(&self, audit: &AuditSettings) -> PathBuf {
+        if let Some(pins) = &self.pins {
+            return PathBuf::from(pins);
+        }
+        let beside = audit.sqlite.as_deref().or(audit.jsonl.as_deref());
+        let dir = beside
+            .and_then(|file| Path::new(file).parent())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        dir.join("toolgate-pins.json")
+    }
+}
+
 impl Policy {
     /// Read and compile a policy file (YAML or JSON). A `tools_file` is read
     /// relative to the policy's directory.
@@ -346,6 +389,12 @@ impl Policy {
     #[must_use]
     pub fn audit(&self) -> &AuditSettings {
         &self.audit
+    }
+
+    /// The MCP servers and pinning (`mcp`).
+    #[must_use]
+    pub fn mcp(&self) -> &McpSettings {
+        &self.mcp
     }
 
     /// Callers, roles, rules and rate limits.

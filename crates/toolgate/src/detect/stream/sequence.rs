@@ -29,6 +29,7 @@ impl Document {
         Event {
             raw: self.raw,
             name: None,
+            id: None,
             data,
             unknown_field: false,
         }
