@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 mod eval;
+mod mcp;
 mod serve;
 
 /// Checking allocates many small values per call, on every core at once
@@ -80,6 +81,12 @@ enum Command {
     /// /v1/messages to the upstream, checking every tool call and tool
     /// result; also /v1/validate, /healthz and /metrics.
     Serve(serve::Args),
+    /// Run a stdio MCP server behind the checks: a local client (Claude
+    /// Desktop, Cursor, an IDE) starts `toolgate mcp --policy P -- COMMAND
+    /// ARGS...` in place of the server. Exits with the server's status.
+    Mcp(mcp::Args),
+    /// The pins of MCP tool definitions (`mcp.pin_tools`).
+    Pins(mcp::PinsArgs),
     /// Work with policy files.
     Policy {
         #[command(subcommand)]
@@ -173,6 +180,11 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Eval(args) => eval::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Mcp(args) => match mcp::run(&args) {
+            Ok(code) => std::process::exit(i32::from(code)),
+            Err(err) => Err(err),
+        },
+        Command::Pins(args) => mcp::pins(&args),
         Command::Policy {
             command: PolicyCommand::Lint { policy },
         } => {

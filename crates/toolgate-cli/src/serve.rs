@@ -33,7 +33,14 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
         args.policy.parent(),
     )
     .map_err(|err| anyhow::anyhow!("{}: {err}", args.policy.display()))?;
-    let config = toolgate_gateway::Config::from_policy(&policy, args.upstream.as_deref())?;
+    let config = match toolgate_gateway::Config::from_policy(&policy, args.upstream.as_deref()) {
+        Ok(config) => config,
+        // In front of MCP servers only, no model upstream is needed.
+        Err(_) if args.upstream.is_none() && !policy.mcp().servers.is_empty() => {
+            toolgate_gateway::Config::without_upstream(&policy)
+        }
+        Err(err) => return Err(err.into()),
+    };
     let listen = args
         .listen
         .clone()
@@ -51,6 +58,11 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
             .with_context(|| format!("cannot listen on {listen}"))?;
         let addr = listener.local_addr()?;
         let shutdown = toolgate_gateway::shutdown_signal();
+        let upstream = if upstream.is_empty() {
+            "none".to_owned()
+        } else {
+            upstream
+        };
         eprintln!("toolgate serve: listening on http://{addr}, upstream {upstream}");
         toolgate_gateway::serve(listener, gateway, shutdown).await?;
         eprintln!("toolgate serve: stopped");

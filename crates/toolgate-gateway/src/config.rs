@@ -102,6 +102,26 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The settings of a gateway with no model upstream (`toolgate mcp`,
+    /// whose server is a child process).
+    #[must_use]
+    pub fn without_upstream(policy: &Policy) -> Config {
+        let settings = policy.gateway();
+        let payload = policy.limits().max_payload_bytes;
+        Config {
+            upstream: String::new(),
+            upstream_key: None,
+            max_request_bytes: settings.max_request_bytes.unwrap_or(payload),
+            max_response_bytes: settings.max_response_bytes.unwrap_or(payload),
+            connect_timeout: Duration::from_secs_f64(settings.connect_timeout),
+            upstream_timeout: Duration::from_secs_f64(settings.upstream_timeout),
+            header_read_timeout: Duration::from_secs_f64(settings.header_read_timeout),
+            body_read_timeout: Duration::from_secs_f64(settings.body_read_timeout),
+        }
+    }
+}
+
 /// `${env.NAME}` replaced by the variable's value; a missing variable is an
 /// error (a key that silently became empty would send the client's).
 fn interpolate(text: &str) -> Result<String, ConfigError> {

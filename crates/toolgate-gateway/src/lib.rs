@@ -18,6 +18,10 @@
 //! The modules point one way: `proxy` → `request`, `upstream`, `whole`,
 //! `stream` → `exchange` (the per-request context: judge, audit, release)
 //! → `audit`, `limits`, `metrics`, `providers`.
+//! - `POST/GET/DELETE /mcp/<name>` ([`mcp`]): the MCP servers of
+//!   `mcp.servers`, every `tools/call` checked before the server sees it,
+//!   every `tools/list` filtered; `toolgate mcp` wraps a stdio server the
+//!   same way ([`mcp::stdio`]).
 //! - `POST /v1/validate`: a payload in, its verdict out.
 //! - `GET /healthz`, `GET /metrics`.
 //!
@@ -44,6 +48,7 @@ mod exchange;
 mod follow_up;
 pub mod idempotency;
 mod limits;
+pub mod mcp;
 pub mod metrics;
 pub mod providers;
 pub mod proxy;
@@ -55,8 +60,8 @@ mod whole;
 use std::future::Future;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode, Uri};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -87,6 +92,8 @@ pub struct Gateway {
     /// The calls of the Responses answers released, for follow-ups.
     pub(crate) released: follow_up::ReleasedCalls,
     pub(crate) metrics: Metrics,
+    /// The MCP servers of `mcp.servers`, by name.
+    pub(crate) mcp: mcp::Servers,
 }
 
 impl Gateway {
@@ -130,6 +137,7 @@ impl Gateway {
             .map_err(|err| ConfigError(format!("cannot build the upstream client: {err}")))?;
         let policy_hash = hex::encode(Sha256::digest(policy_text));
         let counters = Counters::open(policy.access().limits_backend.as_deref())?;
+        let mcp = mcp::Servers::open(&policy)?;
         Ok(Arc::new(Gateway {
             policy_hash,
             policy,
@@ -140,6 +148,7 @@ impl Gateway {
             declared: declared::DeclaredCache::default(),
             released: follow_up::ReleasedCalls::default(),
             metrics,
+            mcp,
         }))
     }
 
@@ -155,6 +164,33 @@ impl Gateway {
                           headers: HeaderMap,
                           body: axum::body::Body| async move {
                         proxy::handle(gw, provider, uri.query(), headers, body).await
+                    },
+                ),
+            );
+        }
+        if !self.mcp.by_name.is_empty() {
+            router = router.route(
+                "/mcp/{name}",
+                post(
+                    |State(gw): State<Arc<Gateway>>,
+                     Path(name): Path<String>,
+                     headers: HeaderMap,
+                     body: axum::body::Body| async move {
+                        mcp::http::post(gw, name, headers, body).await
+                    },
+                )
+                .get(
+                    |State(gw): State<Arc<Gateway>>,
+                     Path(name): Path<String>,
+                     headers: HeaderMap| async move {
+                        mcp::http::other(gw, name, Method::GET, headers).await
+                    },
+                )
+                .delete(
+                    |State(gw): State<Arc<Gateway>>,
+                     Path(name): Path<String>,
+                     headers: HeaderMap| async move {
+                        mcp::http::other(gw, name, Method::DELETE, headers).await
                     },
                 ),
             );

@@ -14,6 +14,9 @@
 //! - `toolgate_request_duration_seconds{route}`,
 //!   `toolgate_check_duration_seconds{route}`,
 //!   `toolgate_upstream_duration_seconds{route}`: histograms.
+//! - `toolgate_mcp_calls_total{route, tool, outcome}`: MCP `tools/call`s
+//!   by server (`mcp/<name>`), tool (only tools the server listed) and
+//!   outcome (`released`, `refused`, `result_refused`).
 //! - `toolgate_audit_commit_duration_seconds`: a histogram of the audit
 //!   writer's groups, from the write to the sync (a request waits for
 //!   its group's, and at most for the one before it);
@@ -53,6 +56,16 @@ struct KindLabels {
     kind: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct McpLabels {
+    /// `mcp/<server>`.
+    route: &'static str,
+    /// A tool the server listed, or `(unlisted)`: bounded by the servers'
+    /// catalogs.
+    tool: String,
+    outcome: &'static str,
+}
+
 type Histograms = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// The gateway's metrics and their registry.
@@ -66,6 +79,7 @@ pub struct Metrics {
     request_seconds: Histograms,
     check_seconds: Histograms,
     upstream_seconds: Histograms,
+    mcp_calls: Family<McpLabels, Counter>,
     audit: AuditMetrics,
 }
 
@@ -144,6 +158,12 @@ impl Default for Metrics {
             "Time until the upstream's response headers",
             upstream_seconds.clone(),
         );
+        let mcp_calls = Family::<McpLabels, Counter>::default();
+        registry.register(
+            "mcp_calls",
+            "MCP tools/call requests, by server, tool and outcome",
+            mcp_calls.clone(),
+        );
         let audit = AuditMetrics::default();
         registry.register(
             "audit_commit_duration_seconds",
@@ -174,6 +194,7 @@ impl Default for Metrics {
             request_seconds,
             check_seconds,
             upstream_seconds,
+            mcp_calls,
             audit,
         }
     }
@@ -237,6 +258,18 @@ impl Metrics {
         self.request_seconds
             .get_or_create(&RouteLabels { route })
             .observe(took.as_secs_f64());
+    }
+
+    /// An MCP `tools/call` of `tool` on `route` (`mcp/<server>`) was
+    /// `released`, `refused`, or had its result refused (`result_refused`).
+    pub fn mcp_call(&self, route: &'static str, tool: &str, outcome: &'static str) {
+        self.mcp_calls
+            .get_or_create(&McpLabels {
+                route,
+                tool: tool.to_owned(),
+                outcome,
+            })
+            .inc();
     }
 
     /// The metrics in the `OpenMetrics` text format.

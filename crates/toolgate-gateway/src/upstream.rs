@@ -131,29 +131,37 @@ pub(crate) async fn send(
         Ok(Err(err)) => return Err(Failure::UpstreamUnavailable(reason(&err))),
         Ok(Ok(response)) => response,
     };
-    let status = response.status();
-    let codings = codings(response.headers());
-    let headers = client_headers(response.headers());
-    let raw: Chunks = Box::pin(response.bytes_stream().map_err(io::Error::other));
-    let (body, unreadable) = match codings {
-        Ok(codings) => (decoded(raw, &codings), None),
-        Err(coding) => (
-            raw,
-            Some(format!(
+    Ok(Answer::read(response))
+}
+
+impl Answer {
+    /// A response, its headers as a client may see them and its body
+    /// decoded as it is read.
+    pub(crate) fn read(response: reqwest::Response) -> Answer {
+        let status = response.status();
+        let codings = codings(response.headers());
+        let headers = client_headers(response.headers());
+        let raw: Chunks = Box::pin(response.bytes_stream().map_err(io::Error::other));
+        let (body, unreadable) = match codings {
+            Ok(codings) => (decoded(raw, &codings), None),
+            Err(coding) => (
+                raw,
+                Some(format!(
                 "the upstream's answer is in a content coding toolgate cannot decode (`{coding}`)"
             )),
-        ),
-    };
-    Ok(Answer {
-        status,
-        headers,
-        body,
-        unreadable,
-    })
+            ),
+        };
+        Answer {
+            status,
+            headers,
+            body,
+            unreadable,
+        }
+    }
 }
 
 /// Why the upstream failed, without the URL's credentials or query.
-fn reason(err: &reqwest::Error) -> String {
+pub(crate) fn reason(err: &reqwest::Error) -> String {
     if err.is_connect() {
         "cannot connect".to_owned()
     } else if err.is_body() || err.is_decode() {
@@ -226,7 +234,7 @@ fn decoded(mut body: Chunks, codings: &[Coding]) -> Chunks {
 /// Headers never forwarded either way: hop-by-hop ones, those the HTTP
 /// library sets again, and the content coding (the gateway reads and
 /// forwards bodies decoded).
-fn hop(name: &HeaderName) -> bool {
+pub(crate) fn hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
         "connection"
@@ -246,7 +254,7 @@ fn hop(name: &HeaderName) -> bool {
 
 /// Headers the gateway owns (`X-Toolgate-*`): never taken from the
 /// upstream, never sent to it.
-fn owned(name: &HeaderName) -> bool {
+pub(crate) fn owned(name: &HeaderName) -> bool {
     name.as_str().starts_with("x-toolgate-")
 }
 
