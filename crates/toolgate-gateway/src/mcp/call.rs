@@ -193,6 +193,7 @@ pub(crate) async fn check(
                 tool,
                 who: who.clone(),
                 key: key.clone(),
+                modern: modern(call),
             })),
         );
     }
@@ -264,14 +265,31 @@ async fn refuse(
         "toolgate refused this call; it was not run. Fix the arguments and call again:\n- {}",
         lines.join("\n- ")
     );
-    Step::Answer(message::result(
-        id,
-        &json!({
-            "content": [{"type": "text", "text": text}],
-            "isError": true,
-            "_meta": {"toolgate/violations": data},
-        }),
-    ))
+    let mut answer = json!({
+        "content": [{"type": "text", "text": text}],
+        "isError": true,
+        "_meta": {"toolgate/violations": data},
+    });
+    if modern(call) {
+        answer["resultType"] = json!("complete");
+    }
+    Step::Answer(message::result(id, &answer))
+}
+
+/// Whether a request speaks the 2026-07-28 protocol (or later), whose
+/// results carry a `resultType`.
+pub(crate) fn modern(request: &Message) -> bool {
+    request
+        .params_object()
+        .ok()
+        .and_then(|params| {
+            params
+                .get("_meta")?
+                .get("io.modelcontextprotocol/protocolVersion")?
+                .as_str()
+                .map(|version| version >= "2026-07-28")
+        })
+        .unwrap_or(false)
 }
 
 fn audit_violation(v: &Violation) -> AuditViolation {
@@ -472,12 +490,13 @@ pub(crate) async fn result(
         .iter()
         .map(|v| format!("{}: {}", v.code.as_str(), v.message))
         .collect();
-    message::result(
-        id,
-        &json!({
-            "content": [{"type": "text", "text": format!("toolgate withheld this result:\n- {}", lines.join("\n- "))}],
-            "isError": true,
-            "_meta": {"toolgate/violations": {"violations": violations}},
-        }),
-    )
+    let mut withheld = json!({
+        "content": [{"type": "text", "text": format!("toolgate withheld this result:\n- {}", lines.join("\n- "))}],
+        "isError": true,
+        "_meta": {"toolgate/violations": {"violations": violations}},
+    });
+    if released.modern {
+        withheld["resultType"] = json!("complete");
+    }
+    message::result(id, &withheld)
 }

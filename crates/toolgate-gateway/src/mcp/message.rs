@@ -267,13 +267,8 @@ fn params_with_meta(params: &str, key: &str, value: &str) -> Result<String, Stri
         if !entries.is_empty() {
             out.push(',');
         }
-        out.push_str(
-            &json!({"_meta": {key: value}})
-                .to_string()
-                .trim_start_matches('{')
-                .trim_end_matches('}')
-                .to_owned(),
-        );
+        out.push_str("\"_meta\":");
+        out.push_str(&json!({ key: value }).to_string());
     }
     out.push('}');
     Ok(out)

@@ -77,6 +77,9 @@ pub(crate) struct Released {
     pub(crate) tool: Arc<Tool>,
     pub(crate) who: Who,
     pub(crate) key: String,
+    /// The call spoke 2026-07-28: a result written in its place carries
+    /// `resultType`.
+    pub(crate) modern: bool,
 }
 
 /// What to do with a client's message.

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The official MCP Python SDK, as server and as client, through toolgate:
+# over Streamable HTTP (`toolgate serve` in front of the SDK's server) and
+# over stdio (`toolgate mcp -- python server.py --stdio`, started by the
+# SDK's client). Starts the server and the gateway on free loopback ports,
+# runs pytest on tests/mcp, and always stops both. The exit status is
+# pytest's.
+#
+#   TOOLGATE  the toolgate binary  [${CARGO_TARGET_DIR:-$HOME/.cache/toolgate/target}/debug/toolgate]
+#   PYTHON    a python with tests/mcp/requirements.txt installed
+#             [$HOME/.cache/toolgate/mcp-venv/bin/python]
+# Extra arguments go to pytest.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+target="${CARGO_TARGET_DIR:-$HOME/.cache/toolgate/target}"
+TOOLGATE="${TOOLGATE:-$target/debug/toolgate}"
+PYTHON="${PYTHON:-$HOME/.cache/toolgate/mcp-venv/bin/python}"
+for bin in "$TOOLGATE" "$PYTHON"; do
+    if [ ! -x "$bin" ]; then
+        echo "tests/mcp/run.sh: $bin is missing or not executable" >&2
+        exit 2
+    fi
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/toolgate-mcp.XXXXXX")"
+server_pid=""
+gate_pid=""
+stop() {
+    local pid
+    for pid in "$gate_pid" "$server_pid"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            for _ in $(seq 50); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -KILL "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    rm -rf "$work"
+}
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+    "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Wait until the TCP port answers (about 20 s at most).
+wait_port() {
+    "$PYTHON" - "$1" <<'PY'
+import socket, sys, time
+deadline = time.monotonic() + 20
+while True:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit(1)
+        time.sleep(0.1)
+PY
+}
+
+server_port="$(free_port)"
+export MCP_RECORD="$work/http-record.jsonl"
+: >"$MCP_RECORD"
+"$PYTHON" "$here/server.py" --http "$server_port" >"$work/server.log" 2>&1 &
+server_pid=$!
+wait_port "$server_port" || { echo "tests/mcp/run.sh: the MCP server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+
+sed -e "s#@PORT@#$server_port#" -e "s#@PINS@#$work/pins.json#" -e "s#@AUDIT@#$work/audit.db#" \
+    "$here/policy.yaml" >"$work/policy.yaml"
+gate_port="$(free_port)"
+(cd "$work" && exec "$TOOLGATE" serve --policy "$work/policy.yaml" --listen "127.0.0.1:$gate_port") \
+    >"$work/toolgate.log" 2>&1 &
+gate_pid=$!
+wait_port "$gate_port" || { echo "tests/mcp/run.sh: toolgate serve did not start:" >&2; cat "$work/toolgate.log" >&2; exit 1; }
+
+echo "tests/mcp/run.sh: MCP server on $server_port, toolgate serve on $gate_port"
+status=0
+PYTHONDONTWRITEBYTECODE=1 TOOLGATE="$TOOLGATE" TOOLGATE_URL="http://127.0.0.1:$gate_port/mcp/demo" \
+    SERVER_URL="http://127.0.0.1:$server_port/mcp" MCP_WORK="$work" \
+    "$PYTHON" -m pytest "$here" -p no:cacheprovider "$@" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "== toolgate serve's log" >&2
+    tail -n 40 "$work/toolgate.log" >&2
+fi
+exit "$status"
