@@ -136,6 +136,26 @@ def test_a_result_that_breaks_its_output_schema_is_withheld(mode):
     run(with_client(GATE, mode, body))
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_call_before_any_list_is_checked_against_the_listed_definition(mode):
+    # The gateway lists the server's tools itself (in the client's session,
+    # with its protocol headers), then checks the call.
+    fresh = GATE.rsplit("/", 1)[0] + f"/fresh-{mode}"
+    before = len(ran(HTTP_RECORD))
+
+    async def body(client):
+        bad = await client.call_tool("add", {"a": "one", "b": 2})
+        assert bad.is_error and "schema_violation" in text_of(bad)
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("delete_user", {"user_id": "u"})
+        assert refused.value.code == -32602
+        good = await client.call_tool("add", {"a": 40, "b": 2})
+        assert good.structured_content == {"result": 42}
+
+    run(with_client(fresh, mode, body))
+    assert ran(HTTP_RECORD)[before:] == [{"tool": "add", "arguments": {"a": 40, "b": 2}}]
+
+
 def post(url, body, headers):
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
