@@ -164,9 +164,26 @@ pub(crate) async fn check(
         return refuse(gate, gw, call, who, name, &arguments, violations, began).await;
     }
     drop(tally);
-    let key = idempotency::key(&who.request_id, name, &verdict.calls[0].arguments);
+    release(gate, gw, call, who, scope, tool, &verdict, began).await
+}
+
+/// Audit a passing call, then send it with its idempotency key.
+#[allow(clippy::too_many_arguments)] // the call, who made it, and its verdict
+async fn release(
+    gate: &McpGate,
+    gw: &Gateway,
+    call: &Message,
+    who: &Who,
+    scope: &str,
+    tool: Arc<Tool>,
+    verdict: &Verdict,
+    began: Instant,
+) -> Step {
+    let id = call.id.as_deref();
+    let name = tool.name.clone();
+    let key = idempotency::key(&who.request_id, &name, &verdict.calls[0].arguments);
     let record = record(gate, gw, who, "released", "request")
-        .with_verdict(&verdict, std::slice::from_ref(&key));
+        .with_verdict(verdict, std::slice::from_ref(&key));
     if let Err(why) = gw.audit.commit(record).await {
         gw.metrics
             .failed(gate.route, "audit_unavailable", began.elapsed());
@@ -184,7 +201,8 @@ pub(crate) async fn check(
         Err(why) => return Step::Answer(message::error(id, message::INVALID_PARAMS, &why, None)),
     };
     gw.metrics
-        .mcp_call(gate.route, label(gate, name), "released");
+        .mcp_call(gate.route, label(gate, &name), "released");
+    gw.metrics.released(gate.route, began.elapsed());
     if let Some(id) = id {
         gate.wait(
             scope,
@@ -377,7 +395,7 @@ pub(crate) fn list(
         match refusal(gate, gw, &tool, caller) {
             None => shown.push(Value::Object(definition)),
             Some(why) => {
-                tracing::info!(server = %gate.name, tool = %tool.name, code = why.code.as_str(), "tool withheld from the list")
+                tracing::info!(server = %gate.name, tool = %tool.name, code = why.code.as_str(), "tool withheld from the list");
             }
         }
     }

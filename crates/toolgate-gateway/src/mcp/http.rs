@@ -84,26 +84,16 @@ pub(crate) async fn post(
         request_id: request::request_id(&headers),
     };
     let scope = scope(&headers);
-    let mut forward = Vec::with_capacity(parsed.messages.len());
-    let mut answers = Vec::new();
-    let mut keys = Vec::new();
-    for message in &parsed.messages {
-        let mut step = gate.from_client(&gw, message, &who, &scope, false).await;
-        if matches!(step, Step::List) {
-            if let Err(why) = own_list(&gw, &gate, &headers, identity.key_is_ours, message).await {
-                tracing::warn!(server = %gate.name, %why, "the gateway's own tools/list failed");
-            }
-            step = gate.from_client(&gw, message, &who, &scope, true).await;
-        }
-        match step {
-            Step::Forward(text, key) => {
-                forward.push(text);
-                keys.extend(key);
-            }
-            Step::Answer(text) => answers.push(text),
-            Step::List => {}
-        }
-    }
+    let (forward, answers, keys) = steps(
+        &gw,
+        &gate,
+        &headers,
+        identity.key_is_ours,
+        &parsed,
+        &who,
+        &scope,
+    )
+    .await;
     if !answers.is_empty() {
         // A refused message answers the whole request: in a batch, the
         // others are not sent either.
@@ -150,6 +140,40 @@ pub(crate) async fn post(
         }
     }
     response
+}
+
+/// Each message of a request checked: what to send, what to answer
+/// instead, and the idempotency keys of the calls released.
+async fn steps(
+    gw: &Gateway,
+    gate: &McpGate,
+    headers: &HeaderMap,
+    key_is_ours: bool,
+    parsed: &Body,
+    who: &Who,
+    scope: &str,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let mut forward = Vec::with_capacity(parsed.messages.len());
+    let mut answers = Vec::new();
+    let mut keys = Vec::new();
+    for message in &parsed.messages {
+        let mut step = gate.on_client(gw, message, who, scope, false).await;
+        if matches!(step, Step::List) {
+            if let Err(why) = own_list(gw, gate, headers, key_is_ours, message).await {
+                tracing::warn!(server = %gate.name, %why, "the gateway's own tools/list failed");
+            }
+            step = gate.on_client(gw, message, who, scope, true).await;
+        }
+        match step {
+            Step::Forward(text, key) => {
+                forward.push(text);
+                keys.extend(key);
+            }
+            Step::Answer(text) => answers.push(text),
+            Step::List => {}
+        }
+    }
+    (forward, answers, keys)
 }
 
 /// Whether forwarded text `f` is message `m` (by its raw id).
@@ -415,7 +439,7 @@ async fn relay(
     };
     let mut out = Vec::with_capacity(parsed.messages.len());
     for message in &parsed.messages {
-        out.extend(gate.from_server(&gw, message, &scope).await);
+        out.extend(gate.on_server(&gw, message, &scope).await);
     }
     let mut response = json_response(status, Body::write(parsed.batch, &out));
     for (name, value) in &headers {
@@ -492,7 +516,7 @@ async fn checked_event(gw: &Gateway, gate: &McpGate, scope: &str, event: Event) 
     let mut out = Vec::with_capacity(parsed.messages.len());
     let mut same = true;
     for message in &parsed.messages {
-        match gate.from_server(gw, message, scope).await {
+        match gate.on_server(gw, message, scope).await {
             Some(text) => {
                 same &= text == message.raw;
                 out.push(text);

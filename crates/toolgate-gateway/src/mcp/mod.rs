@@ -165,7 +165,7 @@ impl McpGate {
 
     /// A client's message: what to send on, or what to answer instead.
     /// `listed`: the server's tools were just listed for this message.
-    pub(crate) async fn from_client(
+    pub(crate) async fn on_client(
         &self,
         gw: &Gateway,
         message: &Message,
@@ -194,7 +194,7 @@ impl McpGate {
 
     /// A server's message: what the client gets in its place (`None`: the
     /// gateway's own answer, kept).
-    pub(crate) async fn from_server(
+    pub(crate) async fn on_server(
         &self,
         gw: &Gateway,
         message: &Message,

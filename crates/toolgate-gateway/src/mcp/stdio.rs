@@ -146,7 +146,7 @@ pub async fn run(
                 };
                 let mut out = Vec::with_capacity(body.messages.len());
                 for message in &body.messages {
-                    if let Some(text) = gate.from_server(&gw, message, SCOPE).await {
+                    if let Some(text) = gate.on_server(&gw, message, SCOPE).await {
                         out.push(text);
                     }
                 }
@@ -166,12 +166,11 @@ pub async fn run(
         () = client_side => {
             // The client is gone: close the server's stdin, let it exit.
             drop(to_server);
-            match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
-                Ok(status) => status,
-                Err(_) => {
-                    let _ = child.start_kill();
-                    child.wait().await
-                }
+            if let Ok(status) = tokio::time::timeout(EXIT_WAIT, child.wait()).await {
+                status
+            } else {
+                let _ = child.start_kill();
+                child.wait().await
             }
         }
         status = child.wait() => status,
@@ -246,12 +245,12 @@ async fn client(
         };
         let mut forward = Vec::with_capacity(body.messages.len());
         for message in &body.messages {
-            let mut step = gate.from_client(gw, message, &who, SCOPE, false).await;
+            let mut step = gate.on_client(gw, message, &who, SCOPE, false).await;
             if matches!(step, Step::List) {
                 if let Err(why) = own_list(gw, gate, to_server, &lists).await {
                     tracing::warn!(%why, "the gateway's own tools/list failed");
                 }
-                step = gate.from_client(gw, message, &who, SCOPE, true).await;
+                step = gate.on_client(gw, message, &who, SCOPE, true).await;
             }
             match step {
                 Step::Forward(text, _) => forward.push(text),
