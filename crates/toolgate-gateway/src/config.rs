@@ -88,16 +88,10 @@ impl Config {
                 .ok()
                 .filter(|k| !k.is_empty()),
         };
-        let payload = policy.limits().max_payload_bytes;
         Ok(Config {
             upstream,
             upstream_key,
-            max_request_bytes: settings.max_request_bytes.unwrap_or(payload),
-            max_response_bytes: settings.max_response_bytes.unwrap_or(payload),
-            connect_timeout: Duration::from_secs_f64(settings.connect_timeout),
-            upstream_timeout: Duration::from_secs_f64(settings.upstream_timeout),
-            header_read_timeout: Duration::from_secs_f64(settings.header_read_timeout),
-            body_read_timeout: Duration::from_secs_f64(settings.body_read_timeout),
+            ..Config::without_upstream(policy)
         })
     }
 }

@@ -93,59 +93,27 @@ pub(crate) async fn check(
             None,
         ));
     };
-    let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
-    let Some(tool) = gate.catalog.get(name) else {
-        if !listed {
-            return Step::List;
-        }
-        let violation = Violation::call(
-            ViolationCode::NotAllowed,
-            0,
-            name,
-            format!("tool call '{name}' names no tool this server lists"),
-        );
-        return refuse(
-            gate,
-            gw,
-            call,
-            who,
-            name,
-            &arguments,
-            vec![violation],
-            began,
-        )
-        .await;
+    let asking = Asking {
+        gate,
+        gw,
+        call,
+        who,
+        name,
+        arguments: params.get("arguments").cloned().unwrap_or(json!({})),
+        began,
     };
-    if let Some(violation) = refusal(gate, gw, &tool, who.caller.as_ref()) {
-        return refuse(
-            gate,
-            gw,
-            call,
-            who,
-            name,
-            &arguments,
-            vec![violation],
-            began,
-        )
-        .await;
-    }
+    let tool = match admit(&asking, listed) {
+        None => return Step::List,
+        Some(Err(violation)) => return asking.refuse(vec![violation]).await,
+        Some(Ok(tool)) => tool,
+    };
     let detection = detect_with(call.raw.as_bytes(), gw.policy.limits());
     if detection.calls.len() != 1 || detection.calls[0].name != name {
         let violation = Violation::payload(
             ViolationCode::MalformedPayload,
             "the tools/call request does not read as exactly one call",
         );
-        return refuse(
-            gate,
-            gw,
-            call,
-            who,
-            name,
-            &arguments,
-            vec![violation],
-            began,
-        )
-        .await;
+        return asking.refuse(vec![violation]).await;
     }
     let tally = Tally::new(&gw.counters);
     let options = CheckOptions {
@@ -160,11 +128,41 @@ pub(crate) async fn check(
     gw.metrics.checked(gate.route, &verdict, began.elapsed());
     if !verdict.passed {
         tally.give_back();
-        let violations = verdict.violations.clone();
-        return refuse(gate, gw, call, who, name, &arguments, violations, began).await;
+        return asking.refuse(verdict.violations).await;
     }
     drop(tally);
     release(gate, gw, call, who, scope, tool, &verdict, began).await
+}
+
+/// The tool a call names, if the caller may call it: `None` when the
+/// server's tools must be listed first.
+fn admit(asking: &Asking<'_>, listed: bool) -> Option<Result<Arc<Tool>, Violation>> {
+    let name = asking.name;
+    let Some(tool) = asking.gate.catalog.get(name) else {
+        return listed.then(|| {
+            Err(Violation::call(
+                ViolationCode::NotAllowed,
+                0,
+                name,
+                format!("tool call '{name}' names no tool this server lists"),
+            ))
+        });
+    };
+    match refusal(asking.gate, asking.gw, &tool, asking.who.caller.as_ref()) {
+        Some(violation) => Some(Err(violation)),
+        None => Some(Ok(tool)),
+    }
+}
+
+/// One call being checked, for its refusal.
+struct Asking<'a> {
+    gate: &'a McpGate,
+    gw: &'a Gateway,
+    call: &'a Message,
+    who: &'a Who,
+    name: &'a str,
+    arguments: Value,
+    began: Instant,
 }
 
 /// Audit a passing call, then send it with its idempotency key.
@@ -184,17 +182,8 @@ async fn release(
     let key = idempotency::key(&who.request_id, &name, &verdict.calls[0].arguments);
     let record = record(gate, gw, who, "released", "request")
         .with_verdict(verdict, std::slice::from_ref(&key));
-    if let Err(why) = gw.audit.commit(record).await {
-        gw.metrics
-            .failed(gate.route, "audit_unavailable", began.elapsed());
-        return Step::Answer(message::error(
-            id,
-            message::INTERNAL_ERROR,
-            &format!(
-                "toolgate: the audit record could not be written, so the call was not sent: {why}"
-            ),
-            None,
-        ));
+    if let Err(answer) = commit(gate, gw, record, id, began).await {
+        return Step::Answer(answer);
     }
     let forwarded = match message::with_meta(call, IDEMPOTENCY_META, &key) {
         Ok(forwarded) => forwarded,
@@ -228,70 +217,65 @@ fn label<'n>(gate: &McpGate, name: &'n str) -> &'n str {
 }
 
 /// Refuse a call: audit it, then answer it in place of the server.
-#[allow(clippy::too_many_arguments)] // the call, who made it, and why it is refused
-async fn refuse(
-    gate: &McpGate,
-    gw: &Gateway,
-    call: &Message,
-    who: &Who,
-    name: &str,
-    arguments: &Value,
-    violations: Vec<Violation>,
-    began: Instant,
-) -> Step {
-    let id = call.id.as_deref();
-    let mut record = record(gate, gw, who, "blocked", "request");
-    record.calls = vec![AuditCall {
-        index: 0,
-        id: call.id.clone(),
-        tool: name.to_owned(),
-        arguments: arguments.clone(),
-        valid: false,
-        codes: violations.iter().map(|v| v.code.as_str()).collect(),
-        idempotency_key: None,
-    }];
-    record.violations = violations.iter().map(audit_violation).collect();
-    if let Err(why) = gw.audit.commit(record).await {
+impl Asking<'_> {
+    async fn refuse(&self, violations: Vec<Violation>) -> Step {
+        let Asking {
+            gate,
+            gw,
+            call,
+            who,
+            name,
+            began,
+            ..
+        } = *self;
+        let arguments = &self.arguments;
+        let id = call.id.as_deref();
+        let mut record = record(gate, gw, who, "blocked", "request");
+        record.calls = vec![AuditCall {
+            index: 0,
+            id: call.id.clone(),
+            tool: name.to_owned(),
+            arguments: arguments.clone(),
+            valid: false,
+            codes: violations.iter().map(|v| v.code.as_str()).collect(),
+            idempotency_key: None,
+        }];
+        record.violations = violations.iter().map(audit_violation).collect();
+        if let Err(answer) = commit(gate, gw, record, id, began).await {
+            return Step::Answer(answer);
+        }
+        let codes: Vec<&str> = violations.iter().map(|v| v.code.as_str()).collect();
         gw.metrics
-            .failed(gate.route, "audit_unavailable", began.elapsed());
-        return Step::Answer(message::error(
-            id,
-            message::INTERNAL_ERROR,
-            &format!("toolgate: the audit record could not be written: {why}"),
-            None,
-        ));
+            .mcp_call(gate.route, label(gate, name), "refused");
+        gw.metrics
+            .blocked(gate.route, &summary(&violations), began.elapsed());
+        let lines: Vec<String> = violations
+            .iter()
+            .map(|v| format!("{}: {}", v.code.as_str(), v.message))
+            .collect();
+        let data = json!({"codes": codes, "violations": violations});
+        if violations.iter().any(|v| refuses_the_name(v.code)) {
+            return Step::Answer(message::error(
+                id,
+                message::INVALID_PARAMS,
+                &format!("toolgate refused this call: {}", lines.join("; ")),
+                Some(data),
+            ));
+        }
+        let text = format!(
+            "toolgate refused this call; it was not run. Fix the arguments and call again:\n- {}",
+            lines.join("\n- ")
+        );
+        let mut answer = json!({
+            "content": [{"type": "text", "text": text}],
+            "isError": true,
+            "_meta": {"toolgate/violations": data},
+        });
+        if modern(call) {
+            answer["resultType"] = json!("complete");
+        }
+        Step::Answer(message::result(id, &answer))
     }
-    let codes: Vec<&str> = violations.iter().map(|v| v.code.as_str()).collect();
-    gw.metrics
-        .mcp_call(gate.route, label(gate, name), "refused");
-    gw.metrics
-        .blocked(gate.route, &summary(&violations), began.elapsed());
-    let lines: Vec<String> = violations
-        .iter()
-        .map(|v| format!("{}: {}", v.code.as_str(), v.message))
-        .collect();
-    let data = json!({"codes": codes, "violations": violations});
-    if violations.iter().any(|v| refuses_the_name(v.code)) {
-        return Step::Answer(message::error(
-            id,
-            message::INVALID_PARAMS,
-            &format!("toolgate refused this call: {}", lines.join("; ")),
-            Some(data),
-        ));
-    }
-    let text = format!(
-        "toolgate refused this call; it was not run. Fix the arguments and call again:\n- {}",
-        lines.join("\n- ")
-    );
-    let mut answer = json!({
-        "content": [{"type": "text", "text": text}],
-        "isError": true,
-        "_meta": {"toolgate/violations": data},
-    });
-    if modern(call) {
-        answer["resultType"] = json!("complete");
-    }
-    Step::Answer(message::result(id, &answer))
 }
 
 /// Whether a request speaks the 2026-07-28 protocol (or later), whose
@@ -308,6 +292,27 @@ pub(crate) fn modern(request: &Message) -> bool {
                 .map(|version| version >= "2026-07-28")
         })
         .unwrap_or(false)
+}
+
+/// Commit `record`; when it cannot be written, the error to answer
+/// request `id` with (nothing is sent or released without its record).
+async fn commit(
+    gate: &McpGate,
+    gw: &Gateway,
+    record: AuditRecord,
+    id: Option<&str>,
+    began: Instant,
+) -> Result<(), String> {
+    gw.audit.commit(record).await.map_err(|why| {
+        gw.metrics
+            .failed(gate.route, "audit_unavailable", began.elapsed());
+        message::error(
+            id,
+            message::INTERNAL_ERROR,
+            &format!("toolgate: the audit record could not be written, so nothing was sent or released: {why}"),
+            None,
+        )
+    })
 }
 
 fn audit_violation(v: &Violation) -> AuditViolation {
@@ -494,13 +499,8 @@ pub(crate) async fn result(
         idempotency_key: Some(released.key.clone()),
     }];
     record.violations = violations.iter().map(audit_violation).collect();
-    if let Err(why) = gw.audit.commit(record).await {
-        return message::error(
-            id,
-            message::INTERNAL_ERROR,
-            &format!("toolgate: the audit record could not be written: {why}"),
-            None,
-        );
+    if let Err(answer) = commit(gate, gw, record, id, Instant::now()).await {
+        return answer;
     }
     gw.metrics
         .mcp_call(gate.route, label(gate, name), "result_refused");

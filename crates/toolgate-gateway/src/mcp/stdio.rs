@@ -82,6 +82,35 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// What the next non-blank line holds.
+enum Next {
+    Body(Body),
+    /// A line refused: the JSON-RPC error code that says why, and why.
+    Refused(i64, String),
+    End,
+}
+
+/// The next non-blank line, read as JSON-RPC within `max` bytes.
+async fn next_body<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> Next {
+    loop {
+        let text = match read_line(reader, max).await {
+            Ok(Line::Text(text)) => text,
+            Ok(Line::TooLong) => {
+                let why = format!("a message longer than {max} bytes was refused");
+                return Next::Refused(message::INVALID_REQUEST, why);
+            }
+            Ok(Line::End) | Err(_) => return Next::End,
+        };
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        return match Body::read(&text) {
+            Ok(body) => Next::Body(body),
+            Err(why) => Next::Refused(message::PARSE_ERROR, why),
+        };
+    }
+}
+
 /// Write one message as a line.
 async fn send<W: AsyncWrite + Unpin>(writer: &Mutex<W>, text: &str) -> std::io::Result<()> {
     let mut writer = writer.lock().await;
@@ -123,26 +152,13 @@ pub async fn run(
         tokio::spawn(async move {
             let mut reader = BufReader::new(child_out);
             loop {
-                let text = match read_line(&mut reader, max).await {
-                    Ok(Line::Text(text)) => text,
-                    Ok(Line::TooLong) => {
-                        tracing::error!(
-                            max,
-                            "refused a line of the server's longer than the bound"
-                        );
+                let body = match next_body(&mut reader, max).await {
+                    Next::Body(body) => body,
+                    Next::Refused(_, why) => {
+                        tracing::error!(%why, "refused a line of the server's");
                         continue;
                     }
-                    Ok(Line::End) | Err(_) => return,
-                };
-                if text.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let body = match Body::read(&text) {
-                    Ok(body) => body,
-                    Err(why) => {
-                        tracing::error!(%why, "refused a line of the server's that is not JSON-RPC");
-                        continue;
-                    }
+                    Next::End => return,
                 };
                 let mut out = Vec::with_capacity(body.messages.len());
                 for message in &body.messages {
@@ -209,35 +225,16 @@ async fn client(
     let mut reader = BufReader::new(tokio::io::stdin());
     let lists = AtomicU64::new(0);
     loop {
-        let text = match read_line(&mut reader, max).await {
-            Ok(Line::Text(text)) => text,
-            Ok(Line::TooLong) => {
-                let why = format!("toolgate: a message longer than {max} bytes was refused");
-                let answer = message::error(None, message::INVALID_REQUEST, &why, None);
+        let body = match next_body(&mut reader, max).await {
+            Next::Body(body) => body,
+            Next::Refused(code, why) => {
+                let answer = message::error(None, code, &format!("toolgate: {why}"), None);
                 if send(to_client, &answer).await.is_err() {
                     return;
                 }
                 continue;
             }
-            Ok(Line::End) | Err(_) => return,
-        };
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let body = match Body::read(&text) {
-            Ok(body) => body,
-            Err(why) => {
-                let answer = message::error(
-                    None,
-                    message::PARSE_ERROR,
-                    &format!("toolgate: {why}"),
-                    None,
-                );
-                if send(to_client, &answer).await.is_err() {
-                    return;
-                }
-                continue;
-            }
+            Next::End => return,
         };
         let who = Who {
             caller: caller.clone(),
