@@ -201,6 +201,20 @@ def test_2026_headers_that_disagree_with_the_body_are_refused():
     assert ran(HTTP_RECORD)[-1] == {"tool": "get_weather", "arguments": {"city": "Rome"}}
 
 
+def test_a_batch_holding_a_refused_call_is_answered_whole_and_not_sent():
+    before = len(ran(HTTP_RECORD))
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "delete_user", "arguments": {"user_id": "u"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_weather", "arguments": {"city": "Oslo"}}},
+    ]
+    status, text = post(GATE, batch, {"MCP-Protocol-Version": "2025-11-25"})
+    assert status == 200, text
+    answers = {a["id"]: a for a in json.loads(text)}
+    assert answers[1]["error"]["code"] == -32602
+    assert answers[2]["error"]["code"] == -32600
+    assert len(ran(HTTP_RECORD)) == before
+
+
 def test_what_the_gateway_cannot_read_is_refused():
     before = len(ran(HTTP_RECORD))
     for body in [b"not json", b"[]", b'{"jsonrpc": "2.0", "id": {}, "method": "tools/call"}']:

@@ -97,13 +97,13 @@ pub(crate) async fn post(
     if !answers.is_empty() {
         // A refused message answers the whole request: in a batch, the
         // others are not sent either.
-        let not_sent = parsed
-            .messages
+        let not_sent = forward
             .iter()
-            .filter(|m| m.kind == message::Kind::Request && forward.iter().any(|f| mentions(f, m)))
-            .map(|m| {
+            .filter_map(|(_, id)| id.as_deref())
+            .map(|id| {
+                gate.answered(&scope, id);
                 message::error(
-                    m.id.as_deref(),
+                    Some(id),
                     message::INVALID_REQUEST,
                     "toolgate: not sent, another message of this batch was refused",
                     None,
@@ -123,11 +123,13 @@ pub(crate) async fn post(
         sent.insert(REQUEST_ID, value);
     }
     let url = gate.url.clone().unwrap_or_default();
-    let request = gw
-        .client
-        .post(url)
-        .headers(sent)
-        .body(Body::write(parsed.batch, &forward));
+    let request = gw.client.post(url).headers(sent).body(Body::write(
+        parsed.batch,
+        &forward
+            .into_iter()
+            .map(|(text, _)| text)
+            .collect::<Vec<_>>(),
+    ));
     let answer = match send(&gw, request).await {
         Ok(answer) => answer,
         Err(failure) => return failed(&failure, Some(&who.request_id)),
@@ -152,7 +154,7 @@ async fn steps(
     parsed: &Body,
     who: &Who,
     scope: &str,
-) -> (Vec<String>, Vec<String>, Vec<String>) {
+) -> (Vec<(String, Option<String>)>, Vec<String>, Vec<String>) {
     let mut forward = Vec::with_capacity(parsed.messages.len());
     let mut answers = Vec::new();
     let mut keys = Vec::new();
@@ -166,7 +168,13 @@ async fn steps(
         }
         match step {
             Step::Forward(text, key) => {
-                forward.push(text);
+                forward.push((
+                    text,
+                    message
+                        .id
+                        .clone()
+                        .filter(|_| message.kind == message::Kind::Request),
+                ));
                 keys.extend(key);
             }
             Step::Answer(text) => answers.push(text),
@@ -174,11 +182,6 @@ async fn steps(
         }
     }
     (forward, answers, keys)
-}
-
-/// Whether forwarded text `f` is message `m` (by its raw id).
-fn mentions(f: &str, m: &Message) -> bool {
-    m.id.as_deref().is_some_and(|id| f.contains(id))
 }
 
 /// `GET /mcp/<name>` (the 2025-11-25 stream) and `DELETE /mcp/<name>`.
