@@ -74,6 +74,11 @@ def main() -> None:
     out["added_p50_ms"] = round(out["gateway_p50_ms"] - out["direct_p50_ms"], 3)
     out["added_p99_ms"] = round(out["gateway_p99_ms"] - out["direct_p99_ms"], 3)
     print(json.dumps(out))
+    print("| | p50 ms | p99 ms |")
+    print("|---|---|---|")
+    print(f"| direct | {out['direct_p50_ms']} | {out['direct_p99_ms']} |")
+    print(f"| through toolgate | {out['gateway_p50_ms']} | {out['gateway_p99_ms']} |")
+    print(f"| added | {out['added_p50_ms']} | {out['added_p99_ms']} |")
 
 
 if __name__ == "__main__":
