@@ -329,6 +329,25 @@ def test_a_changed_definition_is_withheld_until_accepted(tmp_path):
     assert ran(record) == [{"tool": "note", "arguments": {"text": "hi"}}]
 
 
+def test_a_definition_changed_after_list_changed_is_refused_at_once(tmp_path):
+    record = tmp_path / "record.jsonl"
+    seen = []
+
+    async def body(client):
+        assert "note" in {tool.name for tool in (await client.list_tools()).tools}
+        assert not (await client.call_tool("rewrite_note", {})).is_error
+        # No list in between: the gateway lists again itself, since the
+        # server said its list changed.
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("note", {"text": "hi"})
+        assert "tool_definition_changed" in err.value.message
+        seen.extend(tool.name for tool in (await client.list_tools()).tools)
+
+    run(with_client(stdio(tmp_path, record), "legacy", body))
+    assert "note" not in seen and "get_weather" in seen
+    assert [r["tool"] for r in ran(record)] == ["rewrite_note"]
+
+
 def test_a_corrupt_pin_file_refuses_to_start(tmp_path):
     (tmp_path / "pins.json").write_text("{corrupt")
     done = subprocess.run(
