@@ -348,6 +348,35 @@ def test_a_definition_changed_after_list_changed_is_refused_at_once(tmp_path):
     assert [r["tool"] for r in ran(record)] == ["rewrite_note"]
 
 
+def test_roles_filter_the_list_and_the_calls_of_the_caller(tmp_path):
+    record = tmp_path / "record.jsonl"
+    policy = tmp_path / "roles.yaml"
+    policy.write_text(
+        "callers: [{id: reader-bot, roles: [reader]}]\n"
+        "roles: {reader: {allow: [get_weather, forecast]}}\n"
+        f"audit: {{jsonl: '{tmp_path / 'audit.jsonl'}'}}\n"
+    )
+    params = StdioServerParameters(
+        command=TOOLGATE,
+        args=["mcp", "--policy", str(policy), "--caller", "reader-bot", "--",
+              sys.executable, str(HERE / "server.py"), "--stdio"],
+        env={**os.environ, "MCP_RECORD": str(record)},
+    )
+
+    async def body(client):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert names == {"get_weather", "forecast"}
+        with pytest.raises(MCPError) as err:
+            await client.call_tool("add", {"a": 1, "b": 2})
+        assert err.value.code == -32602 and "unauthorized_role" in err.value.message
+        assert not (await client.call_tool("get_weather", {"city": "Nice"})).is_error
+
+    run(with_client(params, "legacy", body))
+    assert [r["tool"] for r in ran(record)] == ["get_weather"]
+    audit = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert {r["caller"] for r in audit} == {"reader-bot"}
+
+
 def test_a_corrupt_pin_file_refuses_to_start(tmp_path):
     (tmp_path / "pins.json").write_text("{corrupt")
     done = subprocess.run(
