@@ -13,8 +13,8 @@ use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::tools::{declares_no_parameters, parse_tool, DeclaredKind, ToolDecl};
 use crate::policy::{
-    ArgExpectation, AuditSettings, GatewaySettings, McpSettings, Policy, Problem, ToolSpec,
-    ToolTable,
+    ArgExpectation, AuditSettings, GatewaySettings, McpServer, McpSettings, Policy, Problem,
+    ToolSpec, ToolTable,
 };
 
 /// Every top-level key, canonical spelling first, then the seed aliases.
@@ -355,11 +355,35 @@ impl Loader<'_> {
                 }
             }
         }
-        let Some(settings) = self.section::<McpSettings>(key, value, &MCP_KEYS) else {
+        let settings = self.section::<McpSettings>(key, value, &MCP_KEYS);
+        // The servers are checked even when another key of the section is
+        // wrong: every problem at once.
+        let servers: Vec<McpServer> = match &settings {
+            Some(settings) => settings.servers.clone(),
+            None => value
+                .get("servers")
+                .and_then(|servers| serde_json::from_value(servers.clone()).ok())
+                .unwrap_or_default(),
+        };
+        self.mcp_servers(key, &servers);
+        let Some(settings) = settings else {
             return McpSettings::default();
         };
+        if settings
+            .pins
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            self.problem(&format!("{key}.pins"), "must be a file path");
+        }
+        settings
+    }
+
+    /// Each server named once, by a name that fits a URL path, in front of
+    /// an http(s) URL.
+    fn mcp_servers(&mut self, key: &str, servers: &[McpServer]) {
         let mut seen: Vec<&str> = Vec::new();
-        for (at, server) in settings.servers.iter().enumerate() {
+        for (at, server) in servers.iter().enumerate() {
             let path = format!("{key}.servers[{at}]");
             let name = server.name.as_str();
             let fits = !name.is_empty()
@@ -390,14 +414,6 @@ impl Loader<'_> {
                 );
             }
         }
-        if settings
-            .pins
-            .as_deref()
-            .is_some_and(|p| p.trim().is_empty())
-        {
-            self.problem(&format!("{key}.pins"), "must be a file path");
-        }
-        settings
     }
 
     /// Callers, roles, rules and rate limits (CONTRACT section 6).
