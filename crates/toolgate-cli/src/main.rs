@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod eval;
 mod serve;
@@ -85,6 +85,13 @@ enum Command {
         #[command(subcommand)]
         command: PolicyCommand,
     },
+    /// Print a shell completion script: `toolgate completions bash >
+    /// ~/.local/share/bash-completion/completions/toolgate`, or zsh, fish,
+    /// elvish, powershell.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Subcommand)]
@@ -96,6 +103,11 @@ enum PolicyCommand {
         /// The policy file (YAML or JSON).
         policy: PathBuf,
     },
+    /// Print the JSON Schema of a policy file, for completion and checks in
+    /// editors: point YAML files at it with a `# yaml-language-server:
+    /// $schema=toolgate-policy.schema.json` comment, JSON files with
+    /// `"$schema"`.
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -173,6 +185,19 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Eval(args) => eval::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "toolgate", &mut std::io::stdout());
+            Ok(true)
+        }
+        Command::Policy {
+            command: PolicyCommand::Schema,
+        } => {
+            let mut stdout = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut stdout, &toolgate::policy::json_schema())?;
+            writeln!(stdout)?;
+            Ok(true)
+        }
         Command::Policy {
             command: PolicyCommand::Lint { policy },
         } => {

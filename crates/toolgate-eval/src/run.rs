@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::value::RawValue;
 
+use crate::junit::Cases;
 use crate::pipeline;
 use crate::read::{ItemReader, LineReader, Sizes};
 use crate::scenario::Evaluator;
@@ -68,6 +69,8 @@ impl std::error::Error for RunError {}
 pub struct Sinks<'a> {
     /// One verdict (or error) per line, in order (`--out`).
     pub out: Option<&'a mut dyn Write>,
+    /// One test case per line that is not blank, in order (`--junit`).
+    pub junit: Option<&'a mut Cases>,
     /// Called after each batch.
     pub progress: &'a mut dyn FnMut(Progress),
     /// Stop at the first line that holds no trace.

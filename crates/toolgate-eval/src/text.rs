@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::baseline::{Comparison, Direction};
 use crate::summary::Summary;
 
 /// Most rows of the per-tool table (by invalid calls, then calls).
@@ -27,7 +28,11 @@ pub fn render(summary: &Summary) -> String {
         s.calls, s.invalid_calls
     );
     if s.bad_lines > 0 {
-        let _ = writeln!(out, "bad lines    {}", s.bad_lines);
+        let _ = writeln!(
+            out,
+            "bad lines    {}  (held no trace: each counts as a failed trace scoring 0)",
+            s.bad_lines
+        );
     }
     #[allow(clippy::cast_precision_loss)]
     let rate = if s.seconds > 0.0 {
@@ -37,9 +42,92 @@ pub fn render(summary: &Summary) -> String {
     };
     let _ = writeln!(out, "time         {:.2} s  ({rate:.0} traces/s)", s.seconds);
 
+    if let Some(p) = &s.provenance {
+        let policy = p.policy.as_ref().map_or("none".to_owned(), |p| {
+            format!("{} (sha256 {})", p.path, p.sha256)
+        });
+        let _ = writeln!(out, "policy       {policy}");
+        let _ = writeln!(
+            out,
+            "run          toolgate {} at {}",
+            p.toolgate_version, p.started_at
+        );
+    }
+
     tools(&mut out, s);
     codes_and_lines(&mut out, s);
+    if let Some(comparison) = &s.baseline {
+        baseline(&mut out, comparison);
+    }
     out
+}
+
+/// Most rows of each list of changes.
+const CHANGE_ROWS: usize = 10;
+
+/// What got better and worse against the baseline.
+fn baseline(out: &mut String, c: &Comparison) {
+    let _ = writeln!(out, "\nagainst the baseline {}", c.path);
+    let points = |share: f64| format!("{:+.1} points", share * 100.0);
+    let _ = writeln!(
+        out,
+        "  pass rate       {} -> {}  ({})",
+        percent(c.pass_rate.before),
+        percent(c.pass_rate.after),
+        points(c.pass_rate.delta())
+    );
+    let _ = writeln!(
+        out,
+        "  mean score      {:.3} -> {:.3}  ({:+.3})",
+        c.mean_score.before,
+        c.mean_score.after,
+        c.mean_score.delta()
+    );
+    let _ = writeln!(
+        out,
+        "  invalid calls   {} -> {}  ({})",
+        percent(c.invalid_share.before),
+        percent(c.invalid_share.after),
+        points(c.invalid_share.delta())
+    );
+    for (direction, title) in [(Direction::Worse, "worse"), (Direction::Better, "better")] {
+        let tools = c.tools_going(direction);
+        let codes = c.codes_going(direction);
+        if tools.is_empty() && codes.is_empty() {
+            let _ = writeln!(out, "  {title}: nothing");
+            continue;
+        }
+        let _ = writeln!(out, "  {title}:");
+        for t in tools.iter().take(CHANGE_ROWS) {
+            let _ = writeln!(
+                out,
+                "    tool {:<28} invalid {} -> {}  ({} of {} -> {} of {} calls)",
+                clip(&t.tool, 28),
+                percent(t.invalid_share.before),
+                percent(t.invalid_share.after),
+                t.invalid[0],
+                t.calls[0],
+                t.invalid[1],
+                t.calls[1]
+            );
+        }
+        for code in codes.iter().take(CHANGE_ROWS) {
+            let _ = writeln!(
+                out,
+                "    code {:<28} in {} -> {} of traces  ({} -> {} violations)",
+                code.code,
+                percent(code.trace_share.before),
+                percent(code.trace_share.after),
+                code.count[0],
+                code.count[1]
+            );
+        }
+        let hidden =
+            tools.len().saturating_sub(CHANGE_ROWS) + codes.len().saturating_sub(CHANGE_ROWS);
+        if hidden > 0 {
+            let _ = writeln!(out, "    ... {hidden} more (see --json)");
+        }
+    }
 }
 
 /// The per-tool table, worst first.
@@ -105,8 +193,8 @@ fn codes_and_lines(out: &mut String, s: &Summary) {
         for row in worst {
             let _ = writeln!(
                 out,
-                "  line {:<8} score {:.2}  {}",
-                row.line,
+                "  {:<20} score {:.2}  {}",
+                clip(&named(row.id.as_deref(), row.name.as_deref(), row.line), 20),
                 row.score,
                 clip(&row.reasoning, 100)
             );
@@ -117,8 +205,8 @@ fn codes_and_lines(out: &mut String, s: &Summary) {
         for bad in s.bad_line_samples.iter().take(10) {
             let _ = writeln!(
                 out,
-                "  line {:<8} {}: {}",
-                bad.line,
+                "  {:<20} {}: {}",
+                clip(&named(bad.id.as_deref(), bad.name.as_deref(), bad.line), 20),
                 bad.kind,
                 clip(&bad.message, 90)
             );
@@ -126,6 +214,15 @@ fn codes_and_lines(out: &mut String, s: &Summary) {
         if s.bad_lines > 10 {
             let _ = writeln!(out, "  ... {} more", s.bad_lines - 10);
         }
+    }
+}
+
+/// A trace as a terminal names it: its row's id or name with its line,
+/// or its line alone.
+fn named(id: Option<&str>, name: Option<&str>, line: u64) -> String {
+    match id.or(name) {
+        Some(label) => format!("{label} (line {line})"),
+        None => format!("line {line}"),
     }
 }
 

@@ -11,6 +11,8 @@ const JSON_OPEN: &str = r#"<script type="application/json" id="toolgate-summary"
 fn row(line: u64, score: f64, tools: &[&str], codes: &[&str], reasoning: &str) -> TraceRow {
     TraceRow {
         line,
+        id: None,
+        name: None,
         score,
         passed: false,
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
@@ -102,16 +104,21 @@ fn sample() -> Summary {
         bad_line_samples: vec![
             BadLine {
                 line: 9,
+                id: None,
+                name: None,
                 kind: "not_json".into(),
                 message: "expected value at line 1 column 1".into(),
             },
             BadLine {
                 line: 1234,
+                id: None,
+                name: None,
                 kind: "no_payload".into(),
                 message: "no tool calls found".into(),
             },
         ],
         seconds: 0.25,
+        ..Summary::default()
     }
 }
 

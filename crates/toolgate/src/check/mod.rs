@@ -370,7 +370,7 @@ fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// A violation's line in `failures`: its message, in the contract's wording
+/// A violation's line in `failures`: its message, in the documented wording
 /// (a `not_allowed` suggestion stays in the violation's message only).
 fn failure_line(violation: &Violation) -> &str {
     match violation.code {

@@ -8,6 +8,7 @@
 
 pub mod access;
 mod gemini;
+mod json_schema;
 mod load;
 pub mod names;
 pub mod schema;
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use self::access::Access;
+pub use self::json_schema::json_schema;
 pub(crate) use self::load::declare;
 use self::names::{Keyed, NameSet};
 use self::schema::ArgumentSchema;
@@ -58,7 +60,7 @@ pub struct Policy {
     pub(crate) limits: Limits,
     pub(crate) gateway: GatewaySettings,
     pub(crate) audit: AuditSettings,
-    /// Callers, roles, rules and rate limits (CONTRACT section 6).
+    /// Callers, roles, rules and rate limits (docs/policy.md, "Who may call what").
     pub(crate) access: Access,
     /// What `policy lint` warns about: the policy loads and applies them
     /// as written.
