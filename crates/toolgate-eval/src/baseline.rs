@@ -23,11 +23,11 @@ pub struct Comparison {
     pub mean_score: Change,
     /// Invalid calls / calls.
     pub invalid_share: Change,
-    /// Every tool of either run whose invalid share changed, worst change
-    /// first.
+    /// Every tool of either run whose invalid share changed by 0.05
+    /// percentage points or more, worst change first.
     pub tools: Vec<ToolChange>,
-    /// Every violation code of either run whose share of traces changed,
-    /// worst change first.
+    /// Every violation code of either run whose share of traces changed by
+    /// 0.05 percentage points or more, worst change first.
     pub codes: Vec<CodeChange>,
 }
 
@@ -140,7 +140,7 @@ pub fn compare(path: &str, before: &Summary, after: &Summary) -> Comparison {
             after: ratio(at, after.scored_lines()),
         };
         // Same share of traces, but more or fewer violations: still a change.
-        let delta = if share.delta() == 0.0 {
+        let delta = if share.delta().abs() < NOISE {
             ratio(an, after.scored_lines()) - ratio(bn, before.scored_lines())
         } else {
             share.delta()
@@ -185,10 +185,14 @@ pub fn compare(path: &str, before: &Summary, after: &Summary) -> Comparison {
     }
 }
 
+/// Changes of a share smaller than this (0.05 percentage points) are
+/// left out: they read as 0.0 and come from a dataset a few lines longer.
+const NOISE: f64 = 5e-4;
+
 /// `Worse` when `delta` raised a share of invalid calls or of traces with
-/// a code; `None` for no change.
+/// a code; `None` for a change under [`NOISE`].
 fn direction_of(delta: f64) -> Option<Direction> {
-    if delta.abs() < 1e-12 {
+    if delta.abs() < NOISE {
         None
     } else if delta > 0.0 {
         Some(Direction::Worse)

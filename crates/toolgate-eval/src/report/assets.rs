@@ -116,7 +116,8 @@ border-radius:8px;background:#fff;color:inherit}
 .facts{display:grid;grid-template-columns:auto minmax(0,1fr);gap:6px 16px;margin:0;font-size:13px}
 .facts dt{color:var(--muted);font-weight:600;white-space:nowrap}
 .facts dd{margin:0;overflow-wrap:anywhere}
-.trace-name{font-size:12px;color:var(--muted);max-width:12rem;overflow-wrap:anywhere}
+.trace-name{font-size:12px;color:var(--muted);min-width:7rem;max-width:12rem;overflow-wrap:anywhere}
+table.changes td.name div{max-width:22rem}
 td.better,h3.better{color:var(--pass)}td.worse,h3.worse{color:var(--fail)}
 h3{font-size:15px;margin:18px 0 8px}
 footer{color:var(--muted);font-size:13px;border-top:1px solid var(--line);padding-top:16px}
@@ -124,7 +125,9 @@ footer{color:var(--muted);font-size:13px;border-top:1px solid var(--line);paddin
 .stat .value{font-size:22px}.card{padding:14px}
 .hist-count .long{display:none}.hist-count .short{display:inline}.hist-count{font-size:10px}
 .hist-plot,.hist-x,.hist-axis{margin-left:34px}.hist-plot,.hist-x{gap:3px}.perfect{margin-left:6px}
-td.name div,td.tools div{max-width:11rem}td.top{min-width:16rem}.bars{grid-template-columns:fit-content(8rem) minmax(40px,1fr) auto}}
+td.name div,td.tools div{max-width:11rem}td.top{min-width:16rem}
+.facts{grid-template-columns:1fr;gap:0}.facts dd{margin-bottom:8px}
+table.changes td{padding:7px 8px}.bars{grid-template-columns:fit-content(8rem) minmax(40px,1fr) auto}}
 @media print{main{max-width:none;padding:0}.filter,nav{display:none}.scroll{overflow:visible;border:0}
 tbody tr:hover td{background:none}.block{break-inside:auto}thead{display:table-header-group}
 tr{break-inside:avoid}body{font-size:12px}

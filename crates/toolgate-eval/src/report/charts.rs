@@ -21,11 +21,16 @@ fn card_open(out: &mut String, title: &str, note: &str) -> fmt::Result {
 /// A donut of passed and failed traces, a legend, and a bar of valid and
 /// invalid calls.
 pub(super) fn pass_chart(out: &mut String, s: &Summary) -> fmt::Result {
-    card_open(out, "Pass rate", "Traces that passed every check.")?;
+    card_open(
+        out,
+        "Pass rate",
+        "Traces that passed every check; a line that held no trace counts as failed.",
+    )?;
     let radius = 48.0_f64;
     let circumference = 2.0 * std::f64::consts::PI * radius;
-    let share = ratio(s.passed, s.traces).clamp(0.0, 1.0);
-    let (ring, center, under) = if s.traces == 0 {
+    let lines = s.scored_lines();
+    let share = ratio(s.passed, lines).clamp(0.0, 1.0);
+    let (ring, center, under) = if lines == 0 {
         ("ring-empty", "—".to_owned(), "no traces")
     } else {
         ("ring-fail", percent(s.pass_rate), "passed")
@@ -47,14 +52,25 @@ pub(super) fn pass_chart(out: &mut String, s: &Summary) -> fmt::Result {
          <tr><td><span class=\"swatch pass\"></span>Passed</td><td class=\"num\">{}</td>\
          <td class=\"num muted\">{}</td></tr>\
          <tr><td><span class=\"swatch fail\"></span>Failed</td><td class=\"num\">{}</td>\
-         <td class=\"num muted\">{}</td></tr>\
-         <tr class=\"total\"><td>Traces</td><td class=\"num\">{}</td><td></td></tr>\
+         <td class=\"num muted\">{}</td></tr>{}\
+         <tr class=\"total\"><td>{}</td><td class=\"num\">{}</td><td></td></tr>\
          </table>\n</div>\n",
         int(s.passed),
-        percent(ratio(s.passed, s.traces)),
+        percent(ratio(s.passed, lines)),
         int(s.failed),
-        percent(ratio(s.failed, s.traces)),
-        int(s.traces),
+        percent(ratio(s.failed, lines)),
+        if s.bad_lines > 0 {
+            format!(
+                "<tr><td><span class=\"swatch fail\"></span>No trace</td>\
+                 <td class=\"num\">{}</td><td class=\"num muted\">{}</td></tr>",
+                int(s.bad_lines),
+                percent(ratio(s.bad_lines, lines))
+            )
+        } else {
+            String::new()
+        },
+        if s.bad_lines > 0 { "Lines" } else { "Traces" },
+        int(lines),
     )?;
     let invalid = ratio(s.invalid_calls, s.calls).clamp(0.0, 1.0);
     write!(

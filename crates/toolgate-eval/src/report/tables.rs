@@ -354,7 +354,7 @@ fn changes(out: &mut String, c: &Comparison, direction: Direction, title: &str) 
         return writeln!(out, "<p class=\"empty\">Nothing.</p>");
     }
     out.push_str(
-        "<div class=\"scroll\"><table class=\"wide\">\n<thead><tr><th>Tool or code</th>\
+        "<div class=\"scroll\"><table class=\"changes\">\n<thead><tr><th>Tool or code</th>\
          <th class=\"num\">Baseline</th><th class=\"num\">This run</th><th class=\"num\">Change</th>\
          </tr></thead>\n<tbody>\n",
     );
@@ -362,8 +362,8 @@ fn changes(out: &mut String, c: &Comparison, direction: Direction, title: &str) 
         writeln!(
             out,
             "<tr><td class=\"mono name\"><div>{}</div><span class=\"muted small\">tool, invalid \
-             share</span></td><td class=\"num\">{} <span class=\"muted\">({} / {})</span></td>\
-             <td class=\"num\">{} <span class=\"muted\">({} / {})</span></td>\
+             share</span></td><td class=\"num\">{}<div class=\"muted small\">{} / {} calls</div></td>\
+             <td class=\"num\">{}<div class=\"muted small\">{} / {} calls</div></td>\
              <td class=\"num {class}\">{:+.1} pts</td></tr>",
             Esc(&t.tool),
             percent(t.invalid_share.before),
@@ -379,8 +379,8 @@ fn changes(out: &mut String, c: &Comparison, direction: Direction, title: &str) 
         writeln!(
             out,
             "<tr><td class=\"mono name\"><div>{}</div><span class=\"muted small\">code, share \
-             of traces</span></td><td class=\"num\">{} <span class=\"muted\">({})</span></td>\
-             <td class=\"num\">{} <span class=\"muted\">({})</span></td>\
+             of traces</span></td><td class=\"num\">{}<div class=\"muted small\">{}</div></td>\
+             <td class=\"num\">{}<div class=\"muted small\">{}</div></td>\
              <td class=\"num {class}\">{:+.1} pts</td></tr>",
             Esc(&code.code),
             percent(code.trace_share.before),
