@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 
 use super::format::{counted, int, ratio, short, Esc};
-use crate::summary::Summary;
+use crate::summary::{Summary, ToolStats};
 use crate::text::percent;
 
 /// Most rows of the per-tool bar chart.
@@ -215,21 +215,30 @@ pub(super) fn tool_bars(out: &mut String, s: &Summary) -> fmt::Result {
         return write!(out, "<p class=\"empty\">{text}</p>\n</section>\n");
     }
     let max = tools[0].1.invalid;
-    out.push_str("<div class=\"bars\">\n");
-    for (name, tool) in tools.iter().take(TOOL_BARS) {
-        writeln!(
-            out,
-            "<div class=\"bar-name mono\" title=\"{name}\">{name}</div>\
-             <div class=\"track\"><span class=\"fill fail\" style=\"width:{:.2}%\"></span></div>\
-             <div class=\"bar-value\"><b>{}</b> <span class=\"muted\">/ {} · {}</span></div>",
-            100.0 * ratio(tool.invalid, max),
-            int(tool.invalid),
-            int(tool.calls),
-            percent(tool.invalid_share),
-            name = Esc(name),
-        )?;
-    }
-    out.push_str("</div>\n");
+    tool_chart(out, s, &tools, |name, tool| Bar {
+        name,
+        class: "fail",
+        width: ratio(tool.invalid, max),
+        value: int(tool.invalid),
+        note: format!("/ {} · {}", int(tool.calls), percent(tool.invalid_share)),
+    })
+}
+
+/// The bars of the first tools of `tools`, a note on the others, and the
+/// end of the card.
+fn tool_chart<'a>(
+    out: &mut String,
+    s: &Summary,
+    tools: &[(&'a String, &'a ToolStats)],
+    bar: impl Fn(&'a str, &'a ToolStats) -> Bar<'a>,
+) -> fmt::Result {
+    bar_chart(
+        out,
+        tools
+            .iter()
+            .take(TOOL_BARS)
+            .map(|(name, tool)| bar(name, tool)),
+    )?;
     more(
         out,
         tools.len().saturating_sub(TOOL_BARS),
@@ -237,6 +246,35 @@ pub(super) fn tool_bars(out: &mut String, s: &Summary) -> fmt::Result {
         ("tool", "tools"),
     )?;
     out.push_str("</section>\n");
+    Ok(())
+}
+
+/// One row of a bar chart: a name, a bar `width` (0 to 1 of the track),
+/// the value in bold and a note beside it.
+struct Bar<'a> {
+    name: &'a str,
+    class: &'a str,
+    width: f64,
+    value: String,
+    note: String,
+}
+
+fn bar_chart<'a>(out: &mut String, bars: impl Iterator<Item = Bar<'a>>) -> fmt::Result {
+    out.push_str("<div class=\"bars\">\n");
+    for bar in bars {
+        writeln!(
+            out,
+            "<div class=\"bar-name mono\" title=\"{name}\">{name}</div>\
+             <div class=\"track\"><span class=\"fill {}\" style=\"width:{:.2}%\"></span></div>\
+             <div class=\"bar-value\"><b>{}</b> <span class=\"muted\">{}</span></div>",
+            bar.class,
+            100.0 * bar.width.clamp(0.0, 1.0),
+            bar.value,
+            bar.note,
+            name = Esc(bar.name),
+        )?;
+    }
+    out.push_str("</div>\n");
     Ok(())
 }
 
@@ -261,29 +299,13 @@ pub(super) fn tool_share_bars(out: &mut String, s: &Summary) -> fmt::Result {
             }
         );
     }
-    out.push_str("<div class=\"bars\">\n");
-    for (name, tool) in tools.iter().take(TOOL_BARS) {
-        writeln!(
-            out,
-            "<div class=\"bar-name mono\" title=\"{name}\">{name}</div>\
-             <div class=\"track\"><span class=\"fill fail\" style=\"width:{:.2}%\"></span></div>\
-             <div class=\"bar-value\"><b>{}</b> <span class=\"muted\">· {} / {}</span></div>",
-            100.0 * tool.invalid_share.clamp(0.0, 1.0),
-            percent(tool.invalid_share),
-            int(tool.invalid),
-            int(tool.calls),
-            name = Esc(name),
-        )?;
-    }
-    out.push_str("</div>\n");
-    more(
-        out,
-        tools.len().saturating_sub(TOOL_BARS),
-        s.tools.len() - tools.len(),
-        ("tool", "tools"),
-    )?;
-    out.push_str("</section>\n");
-    Ok(())
+    tool_chart(out, s, &tools, |name, tool| Bar {
+        name,
+        class: "fail",
+        width: tool.invalid_share,
+        value: percent(tool.invalid_share),
+        note: format!("· {} / {}", int(tool.invalid), int(tool.calls)),
+    })
 }
 
 /// The code that repeats `forbidden`: each call of a forbidden tool is a
@@ -312,20 +334,14 @@ pub(super) fn code_bars(out: &mut String, s: &Summary) -> fmt::Result {
         );
     }
     let max = codes[0].1.count;
-    out.push_str("<div class=\"bars\">\n");
-    for (code, stats) in codes.iter().take(CODE_BARS) {
-        writeln!(
-            out,
-            "<div class=\"bar-name mono\" title=\"{code}\">{code}</div>\
-             <div class=\"track\"><span class=\"fill code\" style=\"width:{:.2}%\"></span></div>\
-             <div class=\"bar-value\"><b>{}</b> <span class=\"muted\">· {}</span></div>",
-            100.0 * ratio(stats.count, max),
-            int(stats.count),
-            counted(stats.traces, "trace", "traces"),
-            code = Esc(code),
-        )?;
-    }
-    out.push_str("</div>\n");
+    let bars = codes.iter().take(CODE_BARS).map(|(code, stats)| Bar {
+        name: code,
+        class: "code",
+        width: ratio(stats.count, max),
+        value: int(stats.count),
+        note: format!("· {}", counted(stats.traces, "trace", "traces")),
+    });
+    bar_chart(out, bars)?;
     more(
         out,
         codes.len().saturating_sub(CODE_BARS),

@@ -11,6 +11,7 @@ use std::cell::OnceCell;
 use serde_json::Value;
 
 use crate::check::score::Ratio;
+use crate::detect::json_type;
 use crate::model::Arguments;
 use crate::policy::names::ToolKey;
 use crate::policy::{Expectations, Policy};
@@ -307,18 +308,6 @@ fn arg_detail(arg: &str, tool: &str, expected: &Value, calls: &[&CallVerdict]) -
         got.push(format!("call {} sent {what}", call.index));
     }
     format!("{want}; {}", got.join(", "))
-}
-
-/// The JSON type of a value, as messages name it.
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Equal as JSON, numbers by value: `10` equals `10.0`.
