@@ -295,6 +295,7 @@ impl Fold<'_> {
             if let Some((bad, _)) = batch.bad.drain(..).next() {
                 return Err(RunError::Strict {
                     line: bad.line,
+                    trace: bad.id.or(bad.name),
                     kind: bad.kind,
                     message: bad.message,
                 });

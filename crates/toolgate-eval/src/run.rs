@@ -45,6 +45,8 @@ pub enum RunError {
     /// `--strict`: a line held no trace.
     Strict {
         line: u64,
+        /// The row's id or name, when the line was a row that had one.
+        trace: Option<String>,
         kind: String,
         message: String,
     },
@@ -56,9 +58,13 @@ impl std::fmt::Display for RunError {
             RunError::Io(err) => write!(f, "cannot read the dataset: {err}"),
             RunError::Strict {
                 line,
+                trace,
                 kind,
                 message,
-            } => write!(f, "line {line}: {kind}: {message}"),
+            } => match trace {
+                Some(trace) => write!(f, "line {line} ({trace}): {kind}: {message}"),
+                None => write!(f, "line {line}: {kind}: {message}"),
+            },
         }
     }
 }

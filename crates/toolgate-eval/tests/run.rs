@@ -257,6 +257,13 @@ fn rows_are_named_by_their_id_and_name_and_never_read_as_calls() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // --strict names the row that stopped it.
+    let err = run_with(policy(), &dataset, false, None, true).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 3 (3): no_payload: no payload",
+        "the first bad line, by its id"
+    );
     assert_eq!(lines[0]["name"], "refund flow");
     assert_eq!(lines[0]["verdict"]["passed"], true);
     assert_eq!(lines[1]["id"], "t-2");
