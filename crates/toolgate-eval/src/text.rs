@@ -7,6 +7,8 @@ use crate::summary::Summary;
 
 /// Most rows of the per-tool table (by invalid calls, then calls).
 const TOOL_ROWS: usize = 25;
+/// Most tools named past the table, by invalid share.
+const RISKY_ROWS: usize = 5;
 
 /// Render `summary`: totals, a table per tool, a table per violation code,
 /// the worst traces and the bad lines.
@@ -169,6 +171,35 @@ fn tools(out: &mut String, s: &Summary) {
                 "... {} more tools (see --json)",
                 tools.len() - TOOL_ROWS
             );
+            // The riskiest tools the rows by count left out: a tool every
+            // call of which was refused shows however rarely called.
+            let shown: Vec<&String> = tools
+                .iter()
+                .take(TOOL_ROWS)
+                .map(|(name, _)| *name)
+                .collect();
+            let risky: Vec<String> = s
+                .tools_by_invalid_share()
+                .into_iter()
+                .filter(|(name, _)| !shown.contains(name))
+                .take(RISKY_ROWS)
+                .map(|(name, t)| {
+                    format!(
+                        "{} {} ({} of {})",
+                        clip(name, 40),
+                        percent(t.invalid_share),
+                        t.invalid,
+                        t.calls
+                    )
+                })
+                .collect();
+            if !risky.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "highest invalid share among them: {}",
+                    risky.join(", ")
+                );
+            }
         }
     }
 }

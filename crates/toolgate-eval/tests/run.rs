@@ -394,3 +394,39 @@ fn a_baseline_says_what_got_better_and_worse_by_tool_and_code() {
     assert!(page.contains("Against the baseline"));
     assert!(page.contains("missing_required_param"));
 }
+
+/// The terminal's tool table lists tools by invalid calls; a tool every
+/// call of which was refused, called too rarely for a row, is still named.
+#[test]
+fn the_text_names_the_riskiest_tools_past_its_table() {
+    let mut lines: Vec<String> = (0..30)
+        .flat_map(|i| {
+            let call = format!(r#"[{{"name":"tool_{i:02}","arguments":{{}}}}]"#);
+            std::iter::repeat_n(call, 40 - i)
+        })
+        .collect();
+    lines.push(r#"[{"name":"hallucinated","arguments":{}}]"#.to_owned());
+    let allowed: Vec<String> = (0..30).map(|i| format!("tool_{i:02}")).collect();
+    let mut s = run_with(
+        json!({"allowed_functions": allowed}),
+        &lines.join("\n"),
+        false,
+        None,
+        false,
+    )
+    .unwrap();
+    s.seconds = 1.0;
+    // Every tool_NN call passes: only the hallucinated tool has invalid calls,
+    // so give the table some by hand to push it past the rows.
+    for i in 0..30 {
+        let tool = s.tools.get_mut(&format!("tool_{i:02}")).unwrap();
+        tool.invalid = 1;
+        tool.invalid_share = 1.0 / f64::from(u32::try_from(tool.calls).unwrap());
+    }
+    let text = toolgate_eval::text::render(&s);
+    assert!(text.contains("... 6 more tools"), "{text}");
+    assert!(
+        text.contains("highest invalid share among them: hallucinated 100.0% (1 of 1)"),
+        "{text}"
+    );
+}
