@@ -353,7 +353,7 @@ impl<'a> Row<'a> {
         let row = match reader.deserialize_map(RowVisitor { lenient }) {
             Ok(Ok(row)) if reader.end().is_ok() => row,
             Ok(Err(RowError::Twice(key))) => {
-                return Err(format!("the row key `{key}` is given twice"));
+                return Err(format!("`{key}` is given twice"));
             }
             _ => return Ok(None),
         };
@@ -380,8 +380,8 @@ impl<'a> Row<'a> {
         }
         let id = match self.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
             None => None,
-            Some(Ok(Value::String(id))) => Some(id),
-            Some(Ok(Value::Number(n))) => Some(n.to_string()),
+            Some(Ok(Value::String(id))) => Some(clip(id)),
+            Some(Ok(Value::Number(n))) => Some(clip(n.to_string())),
             Some(_) => return Err("a row's `id` must be a string or a number".to_owned()),
         };
         let name = match self
@@ -389,7 +389,7 @@ impl<'a> Row<'a> {
             .map(|raw| serde_json::from_str::<Value>(raw.get()))
         {
             None => None,
-            Some(Ok(Value::String(name))) => Some(name),
+            Some(Ok(Value::String(name))) => Some(clip(name)),
             Some(_) => return Err("a row's `name` must be a string".to_owned()),
         };
         let metadata = match self.metadata {
@@ -398,5 +398,21 @@ impl<'a> Row<'a> {
             Some(_) => return Err("a row's `metadata` must be an object".to_owned()),
         };
         Ok(Some(Box::new(Label { id, name, metadata })))
+    }
+}
+
+/// Most characters of a row's `id` or `name` kept: the summary keeps the
+/// names of its failing traces, and `--junit` of every trace.
+pub const MAX_LABEL_CHARS: usize = 200;
+
+/// `text`, cut to [`MAX_LABEL_CHARS`] with an ellipsis.
+fn clip(text: String) -> String {
+    match text.char_indices().nth(MAX_LABEL_CHARS) {
+        None => text,
+        Some((at, _)) => {
+            let mut cut = text[..at].to_owned();
+            cut.push('…');
+            cut
+        }
     }
 }

@@ -251,6 +251,11 @@ fn rows_are_named_by_their_id_and_name_and_never_read_as_calls() {
     );
     assert!(s.bad_line_samples[1].message.contains("`id`"));
     assert!(s.bad_line_samples[2].message.contains("given twice"));
+    // A name is kept to its first 200 characters.
+    let long = json!({"name": "n".repeat(5000), "output": output}).to_string();
+    let s = run(&long);
+    assert_eq!(s.failing[0].name.as_ref().unwrap().chars().count(), 201);
+    assert!(s.failing[0].name.as_ref().unwrap().ends_with('…'));
 
     let lines: Vec<Value> = String::from_utf8(out)
         .unwrap()
