@@ -16,7 +16,7 @@ use std::fmt::{self, Write as _};
 
 use self::assets::{CSS, SCRIPT};
 use self::charts::{code_bars, histogram, pass_chart, provenance, tool_bars, tool_share_bars};
-use self::format::{dataset_name, duration, int, ratio, Esc, RoundU64};
+use self::format::{counted, dataset_name, duration, int, ratio, Esc, RoundU64};
 use self::tables::{bad_lines, baseline, code_table, failing, tool_table, worst};
 use crate::summary::Summary;
 use crate::text::percent;
@@ -92,12 +92,14 @@ fn summary_json(s: &Summary) -> String {
 // ---------------------------------------------------------------- header
 
 fn header(out: &mut String, s: &Summary) -> fmt::Result {
-    let status = if s.traces == 0 {
+    // A line that held no trace is a failed trace.
+    let failed = s.failed + s.bad_lines;
+    let status = if s.scored_lines() == 0 {
         "<span class=\"pill muted\">no traces</span>".to_owned()
-    } else if s.failed == 0 {
+    } else if failed == 0 {
         "<span class=\"pill pass\">all passed</span>".to_owned()
     } else {
-        format!("<span class=\"pill fail\">{} failed</span>", int(s.failed))
+        format!("<span class=\"pill fail\">{} failed</span>", int(failed))
     };
     write!(
         out,
@@ -105,15 +107,15 @@ fn header(out: &mut String, s: &Summary) -> fmt::Result {
          <h1><span class=\"dataset\">{}</span> {status}</h1>\n<div class=\"stats\">\n",
         Esc(dataset_name(s))
     )?;
-    let pass_class = if s.traces == 0 {
+    let pass_class = if s.scored_lines() == 0 {
         ""
-    } else if s.failed == 0 {
+    } else if failed == 0 {
         " pass"
     } else {
         " fail"
     };
-    // With no traces, a rate or a mean is not 0: there is none.
-    let none = s.traces == 0;
+    // With no lines at all, a rate or a mean is not 0: there is none.
+    let none = s.scored_lines() == 0;
     stat(
         out,
         "Pass rate",
@@ -125,9 +127,9 @@ fn header(out: &mut String, s: &Summary) -> fmt::Result {
         pass_class,
         &if s.bad_lines > 0 {
             format!(
-                "{} passed of {} lines",
+                "{} passed of {}",
                 int(s.passed),
-                int(s.scored_lines())
+                counted(s.scored_lines(), "line", "lines")
             )
         } else {
             format!("{} passed", int(s.passed))
