@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
-use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
+use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -380,7 +380,7 @@ impl<'a> Scan<'a> {
 
     fn escape(&mut self) -> Option<()> {
         match *self.bytes.get(self.at + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+            next if SIMPLE[usize::from(next)] != 0 => {
                 self.at += 2;
                 Some(())
             }
@@ -401,16 +401,9 @@ impl<'a> Scan<'a> {
 /// Where the first quote, backslash or control character of `bytes` is;
 /// `None` when there is none. Eight bytes at a time.
 pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut at = 0;
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let slash = word ^ (ONES * u64::from(b'\\'));
-        let zero = |w: u64| w.wrapping_sub(ONES) & !w;
-        let control = word.wrapping_sub(ONES * 0x20) & !word;
-        let found = (zero(quote) | zero(slash) | control) & HIGH;
+        let found = special_mask(chunk.try_into().ok()?);
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
@@ -418,8 +411,27 @@ pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
     }
     bytes[at..]
         .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .position(|&b| is_special(b))
         .map(|end| at + end)
+}
+
+/// Whether a string's byte ends a run of plain text: a quote, a backslash
+/// or a control character.
+pub(crate) fn is_special(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
+/// Eight bytes' special ones ([`is_special`]): the high bit of the lowest
+/// one's byte is the lowest bit set (bytes above it may be marked wrongly).
+pub(crate) fn special_mask(chunk: [u8; 8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = u64::from_le_bytes(chunk);
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let slash = word ^ (ONES * u64::from(b'\\'));
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (zero(quote) | zero(slash) | control) & HIGH
 }
 
 /// A value into a field of the matching type; `None` on a mismatch (a
