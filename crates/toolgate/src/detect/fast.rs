@@ -12,10 +12,11 @@
 //! both readers to the same views.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
-use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
+use crate::detect::node::{decode, Decoded, Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -261,6 +262,17 @@ impl<'a> Scan<'a> {
                 return None;
             }
             seen |= bit;
+            if matches!(field, Field::arguments) {
+                scan.space();
+                if scan.peek()? == b'"' {
+                    // JSON text in a string, dense with escaped quotes:
+                    // decoded once, here, rather than scanned here and
+                    // decoded again when its call is read.
+                    let (raw, text) = scan.decoded_string()?;
+                    obj.arguments_text = Decoded::new(text);
+                    return store(&mut obj, field, Value::Raw(raw));
+                }
+            }
             let value = scan.value(TAKES[field as usize])?;
             store(&mut obj, field, value)
         })?;
@@ -378,6 +390,45 @@ impl<'a> Scan<'a> {
         Some((text, escaped))
     }
 
+    /// A string at the cursor, as written and, when it holds escapes,
+    /// decoded. Control characters and lone surrogate escapes are the
+    /// reference's to judge.
+    fn decoded_string(&mut self) -> Option<(Raw<'a>, Option<Box<str>>)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        let body = self.bytes.get(start + 1..)?;
+        let first = special(body)?;
+        let decoded = if body[first] == b'"' {
+            self.at = start + first + 2;
+            None
+        } else {
+            let text = SCRATCH.with_borrow_mut(|scratch| {
+                scratch.clear();
+                scratch.extend_from_slice(&body[..first]);
+                let end = first + decode(&body[first..], scratch)?;
+                let text = String::from_utf8(scratch.clone()).ok()?.into_boxed_str();
+                if scratch.capacity() > MAX_SCRATCH {
+                    *scratch = Vec::new();
+                }
+                Some((end, text))
+            });
+            let (end, text) = text?;
+            self.at = start + end + 2;
+            Some(text)
+        };
+        let raw = Raw::checked(self.text.get(start..self.at)?);
+        debug_assert_eq!(
+            decoded.as_deref(),
+            decoded
+                .as_ref()
+                .and(crate::detect::node::unquote(raw.get()))
+                .as_deref()
+        );
+        Some((raw, decoded))
+    }
+
     fn escape(&mut self) -> Option<()> {
         match *self.bytes.get(self.at + 1)? {
             next if SIMPLE[usize::from(next)] != 0 => {
@@ -397,6 +448,15 @@ impl<'a> Scan<'a> {
         }
     }
 }
+
+thread_local! {
+    /// Where strings are decoded before they are copied out at their own
+    /// length: one buffer per thread, kept between documents.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most a thread keeps in [`SCRATCH`] once a document is read.
+const MAX_SCRATCH: usize = 1 << 20;
 
 /// Where the first quote, backslash or control character of `bytes` is;
 /// `None` when there is none. Eight bytes at a time.
