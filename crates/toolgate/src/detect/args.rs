@@ -127,7 +127,7 @@ mod fast {
 
     use crate::detect::cursor::{items, reads_with_cursor, Cursor};
     use crate::detect::fast::special;
-    use crate::detect::node::decode;
+    use crate::detect::node::decoded;
 
     pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
         let mut read = Read {
@@ -201,11 +201,9 @@ mod fast {
                 self.at = start + first + 1;
                 return self.text.get(start..start + first).map(str::to_owned);
             }
-            let mut out = Vec::with_capacity(2 * first + 16);
-            out.extend_from_slice(&body[..first]);
-            let end = first + decode(&body[first..], &mut out)?;
+            let (end, text) = decoded(body)?;
             self.at = start + end + 1;
-            String::from_utf8(out).ok()
+            Some(text)
         }
 
         fn number_value(&mut self) -> Option<Value> {

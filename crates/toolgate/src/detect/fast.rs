@@ -12,11 +12,10 @@
 //! both readers to the same views.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
-use crate::detect::node::{decode, Decoded, Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
+use crate::detect::node::{decoded, Decoded, Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -404,17 +403,8 @@ impl<'a> Scan<'a> {
             self.at = start + first + 2;
             None
         } else {
-            let text = SCRATCH.with_borrow_mut(|scratch| {
-                scratch.clear();
-                scratch.extend_from_slice(&body[..first]);
-                let end = first + decode(&body[first..], scratch)?;
-                let text = String::from_utf8(scratch.clone()).ok()?.into_boxed_str();
-                if scratch.capacity() > MAX_SCRATCH {
-                    *scratch = Vec::new();
-                }
-                Some((end, text))
-            });
-            let (end, text) = text?;
+            let (end, text) = decoded(body)?;
+            let text = text.into_boxed_str();
             self.at = start + end + 2;
             Some(text)
         };
@@ -448,15 +438,6 @@ impl<'a> Scan<'a> {
         }
     }
 }
-
-thread_local! {
-    /// Where strings are decoded before they are copied out at their own
-    /// length: one buffer per thread, kept between documents.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The most a thread keeps in [`SCRATCH`] once a document is read.
-const MAX_SCRATCH: usize = 1 << 20;
 
 /// Where the first quote, backslash or control character of `bytes` is;
 /// `None` when there is none. Eight bytes at a time.

@@ -8,7 +8,7 @@
 //! another way by an executor.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, SeqAccess, Visitor};
@@ -469,52 +469,88 @@ pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
     if body[first] == b'"' {
         return (first + 1 == body.len()).then(|| Cow::Borrowed(&literal[1..=first]));
     }
-    let mut out = Vec::with_capacity(body.len());
-    out.extend_from_slice(&body[..first]);
-    let end = first + decode(&body[first..], &mut out)?;
-    (end + 1 == body.len())
-        .then(|| String::from_utf8(out).ok().map(Cow::Owned))
-        .flatten()
+    let (end, text) = decoded(body)?;
+    (end + 1 == body.len()).then_some(Cow::Owned(text))
 }
 
-/// Decode a JSON string's text into `out`, `bytes` starting past its
-/// opening quote: where its closing quote is, or `None` at a control
-/// character, an escape JSON does not have, a surrogate escape that pairs
-/// with none, or no closing quote. What is written is valid UTF-8 when
-/// `bytes` is: only ASCII bytes stop a run.
+thread_local! {
+    /// Where strings are decoded before they are copied out at their own
+    /// length: one buffer per thread, kept between documents.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most a thread keeps in [`SCRATCH`] between strings.
+const MAX_SCRATCH: usize = 1 << 20;
+
+/// A JSON string's text, escapes decoded, `body` starting past its opening
+/// quote: where its closing quote is, and the text; `None` as [`decode`].
+pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
+    let run = |scratch: &mut Vec<u8>| {
+        let (end, written) = decode(body, scratch)?;
+        let text = String::from_utf8(scratch[..written].to_vec()).ok()?;
+        if scratch.len() > MAX_SCRATCH {
+            *scratch = Vec::new();
+        }
+        Some((end, text))
+    };
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => run(&mut scratch),
+        // Already in use on this thread (never, today): a buffer of its own.
+        Err(_) => run(&mut Vec::new()),
+    })
+}
+
+/// Decode a JSON string's text into the start of `out`, `bytes` starting
+/// past its opening quote: where its closing quote is and how much was
+/// written, or `None` at a control character, an escape JSON does not
+/// have, a surrogate escape that pairs with none, or no closing quote.
+/// What is written is valid UTF-8 when `bytes` is: only ASCII bytes stop a
+/// run. `out` is used as a buffer, its whole length written over; it grows
+/// to twice the text at most.
 ///
-/// Eight bytes at a time, each run copied whole and cut back to where it
-/// stops: in text dense with escapes the runs are short, and a copy of
-/// their own length costs more than the run.
-pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>) -> Option<usize> {
-    let mut at = 0;
+/// Eight bytes at a time, each run copied whole and the write position
+/// moved only to where it stops: in text dense with escapes the runs are
+/// short, and a copy of their own length costs more than the run.
+fn decode(bytes: &[u8], out: &mut Vec<u8>) -> Option<(usize, usize)> {
+    let (mut at, mut written) = (0, 0);
     loop {
+        // Room for a whole run, or a surrogate pair's four bytes.
+        if out.len() < written + 8 {
+            out.resize((2 * out.len()).max(written + 64), 0);
+        }
         if let Some(chunk) = bytes.get(at..at + 8) {
             let chunk: [u8; 8] = chunk.try_into().ok()?;
+            out.get_mut(written..written + 8)?.copy_from_slice(&chunk);
             let found = special_mask(chunk);
-            out.extend_from_slice(&chunk);
             if found == 0 {
                 at += 8;
+                written += 8;
                 continue;
             }
             let run = (found.trailing_zeros() / 8) as usize;
-            out.truncate(out.len() - 8 + run);
             at += run;
+            written += run;
         } else {
-            let run = bytes[at..].iter().position(|&b| is_special(b))?;
-            out.extend_from_slice(&bytes[at..at + run]);
+            let rest = &bytes[at..];
+            let run = rest.iter().position(|&b| is_special(b))?;
+            out.get_mut(written..written + run)?
+                .copy_from_slice(&rest[..run]);
             at += run;
+            written += run;
         }
         match bytes[at] {
-            b'"' => return Some(at),
+            b'"' => return Some((at, written)),
             b'\\' => {
                 let simple = SIMPLE[usize::from(*bytes.get(at + 1)?)];
                 if simple == 0 {
                     let (decoded, used) = escape(&bytes[at + 1..])?;
-                    out.extend_from_slice(decoded.encode_utf8(&mut [0; 4]).as_bytes());
+                    let utf8 = decoded.len_utf8();
+                    decoded.encode_utf8(out.get_mut(written..written + utf8)?);
+                    written += utf8;
                     at += 1 + used;
                 } else {
-                    out.push(simple);
+                    *out.get_mut(written)? = simple;
+                    written += 1;
                     at += 2;
                 }
             }
@@ -657,13 +693,12 @@ mod tests {
                 serde.clone(),
                 "{}", literal
             );
-            let mut out = Vec::new();
             // A literal that ends early is one serde refuses (text after
             // it); a control character is serde's to refuse, and the
             // decoder's.
-            let decoded = super::decode(&literal.as_bytes()[1..], &mut out)
-                .filter(|end| end + 2 == literal.len())
-                .map(|_| String::from_utf8(out).unwrap());
+            let decoded = super::decoded(&literal.as_bytes()[1..])
+                .filter(|(end, _)| end + 2 == literal.len())
+                .map(|(_, text)| text);
             proptest::prop_assert_eq!(decoded, serde, "{}", literal);
         }
     }
