@@ -703,6 +703,18 @@ mod tests {
         }
     }
 
+    /// Long text and short text through the per-thread buffer, one after
+    /// the other: each reads as serde reads it.
+    #[test]
+    fn long_and_short_texts_decode_in_turn() {
+        let long = "l\"\\\n".repeat(3000);
+        for text in [long.as_str(), "short \"one\"", long.as_str(), "é\t"] {
+            let literal = serde_json::to_string(text).unwrap();
+            let (end, decoded) = super::decoded(&literal.as_bytes()[1..]).unwrap();
+            assert_eq!((end + 2, decoded.as_str()), (literal.len(), text));
+        }
+    }
+
     /// An `Obj` is allocated per object of a payload: small enough for the
     /// allocators' fast size classes (glibc's per-thread cache takes
     /// requests up to 1032 bytes, mimalloc's small pages blocks up to
