@@ -1,0 +1,129 @@
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
+from typing import Any, Literal, TypedDict
+
+__version__: str
+
+Payload = bytes | str | Mapping[str, Any] | Sequence[Any]
+Phase = Literal["response", "request", "trajectory"]
+
+class Caller(TypedDict, total=False):
+    id: str
+    roles: list[str]
+    attributes: dict[str, Any]
+
+class Problem(TypedDict):
+    path: str
+    message: str
+    tool: str | None
+    severity: Literal["error", "warning"]
+
+class PolicyError(ValueError):
+    problems: list[Problem]
+
+class Violation:
+    @property
+    def code(self) -> str: ...
+    @property
+    def call(self) -> int | None: ...
+    @property
+    def tool(self) -> str | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def message(self) -> str: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Call:
+    @property
+    def index(self) -> int: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any] | None: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def valid(self) -> bool: ...
+    @property
+    def violations(self) -> list[Violation]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Verdict:
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def label(self) -> Literal["pass", "fail"]: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def reasoning(self) -> str: ...
+    @property
+    def calls(self) -> list[Call]: ...
+    @property
+    def violations(self) -> list[Violation]: ...
+    @property
+    def failures(self) -> list[str]: ...
+    @property
+    def actual_tools(self) -> list[str]: ...
+    @property
+    def expected_tools(self) -> list[str]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+    def _cleaned_arguments(self) -> list[tuple[int, dict[str, Any]]]: ...
+    def __bool__(self) -> bool: ...
+
+class DeclaredTools:
+    @property
+    def problems(self) -> list[str]: ...
+
+Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
+
+class Policy:
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_file(path: str | PathLike[str]) -> Policy: ...
+    @staticmethod
+    def from_dict(keys: Mapping[str, Any], base_dir: str | PathLike[str] | None = None) -> Policy: ...
+    @staticmethod
+    def from_text(text: str, base_dir: str | PathLike[str] | None = None) -> Policy: ...
+    def check(
+        self,
+        payload: Payload,
+        *,
+        results: bool = False,
+        phase: Phase = "trajectory",
+        caller: Caller | None = None,
+        require_calls: bool = False,
+        tools: Tools = None,
+    ) -> Verdict: ...
+    def check_calls(
+        self,
+        tool_calls: Sequence[Mapping[str, Any]],
+        *,
+        invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        results: bool = False,
+        phase: Phase = "trajectory",
+        caller: Caller | None = None,
+        require_calls: bool = False,
+        tools: Tools = None,
+    ) -> Verdict: ...
+    def check_many(
+        self,
+        payloads: Iterable[Payload],
+        *,
+        results: bool = False,
+        phase: Phase = "trajectory",
+        caller: Caller | None = None,
+        require_calls: bool = False,
+        tools: Tools = None,
+    ) -> list[Verdict]: ...
+    def declare(self, tools: Sequence[Mapping[str, Any]]) -> DeclaredTools: ...
+    def with_normalize(self, normalize: Mapping[str, Any]) -> Policy: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def declared_tools(self) -> list[str]: ...
+
+def _restore_policy(text: str | None, base_dir: str | None) -> Policy: ...
