@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import Counter
 from typing import Any
 
@@ -42,6 +43,10 @@ def score_batch(batch: dict[str, np.ndarray], policy: toolgate.Policy) -> dict[s
 
 def summarize(dataset: str, policy: toolgate.Policy, concurrency: int = 2) -> dict[str, Any]:
     """The `toolgate eval` counts of `dataset`, computed on the Ray cluster."""
+    # Workers receive score_batch by value: this file need not be
+    # importable on them, only the toolgate wheel installed.
+    if __name__ != "__main__":
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     scored = ray.data.read_text(dataset).map_batches(
         score_batch,
         fn_kwargs={"policy": policy},

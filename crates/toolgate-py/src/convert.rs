@@ -35,19 +35,8 @@ pub(crate) fn write_json(
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
-    if value.is_none() {
-        out.extend_from_slice(b"null");
-    } else if let Ok(flag) = value.cast::<PyBool>() {
-        out.extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
-    } else if let Ok(int) = value.cast::<PyInt>() {
-        match int_json(int)? {
-            Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
-            _ => unreachable!("int_json gives numbers"),
-        }
-    } else if let Ok(float) = value.cast::<PyFloat>() {
-        let n = float_json(float)?;
-        out.extend_from_slice(n.to_string().as_bytes());
-    } else if let Ok(text) = value.cast::<PyString>() {
+    // The most frequent types first; `bool` before `int`, its base class.
+    if let Ok(text) = value.cast::<PyString>() {
         write_str(out, text.to_str()?);
     } else if let Ok(dict) = value.cast::<PyDict>() {
         out.push(b'{');
@@ -62,6 +51,14 @@ pub(crate) fn write_json(
         out.push(b'}');
     } else if let Ok(list) = value.cast::<PyList>() {
         write_items(list.iter(), out, depth)?;
+    } else if value.is_none() {
+        out.extend_from_slice(b"null");
+    } else if let Ok(flag) = value.cast::<PyBool>() {
+        out.extend_from_slice(if flag.is_true() { b"true" } else { b"false" });
+    } else if let Ok(int) = value.cast::<PyInt>() {
+        write_number(out, &int_json(int)?);
+    } else if let Ok(float) = value.cast::<PyFloat>() {
+        write_number(out, &Value::Number(float_json(float)?));
     } else if let Ok(tuple) = value.cast::<PyTuple>() {
         write_items(tuple.iter(), out, depth)?;
     } else if let Some(dumped) = model_dump(value)? {
@@ -86,6 +83,11 @@ fn write_items<'py>(
     }
     out.push(b']');
     Ok(())
+}
+
+fn write_number(out: &mut Vec<u8>, number: &Value) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, number);
 }
 
 fn write_str(out: &mut Vec<u8>, text: &str) {

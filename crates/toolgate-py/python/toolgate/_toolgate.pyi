@@ -1,26 +1,26 @@
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, final
 
+__all__ = ["Policy", "DeclaredTools", "Verdict", "Call", "Violation", "PolicyError", "_restore_policy", "__version__"]
 __version__: str
 
-Payload = bytes | str | Mapping[str, Any] | Sequence[Any]
-Phase = Literal["response", "request", "trajectory"]
+_Payload = bytes | str | Mapping[str, Any] | Sequence[Any]
+_Phase = Literal["response", "request", "trajectory"]
 
-class Caller(TypedDict, total=False):
-    id: str
-    roles: list[str]
-    attributes: dict[str, Any]
+# {"id": ..., "roles": [...], "attributes": {...}}
+_Caller = Mapping[str, Any]
 
-class Problem(TypedDict):
+class _Problem(TypedDict):
     path: str
     message: str
     tool: str | None
     severity: Literal["error", "warning"]
 
 class PolicyError(ValueError):
-    problems: list[Problem]
+    problems: list[_Problem]
 
+@final
 class Violation:
     @property
     def code(self) -> str: ...
@@ -34,6 +34,7 @@ class Violation:
     def message(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Call:
     @property
     def index(self) -> int: ...
@@ -51,6 +52,7 @@ class Call:
     def violations(self) -> list[Violation]: ...
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Verdict:
     @property
     def passed(self) -> bool: ...
@@ -74,12 +76,14 @@ class Verdict:
     def _cleaned_arguments(self) -> list[tuple[int, dict[str, Any]]]: ...
     def __bool__(self) -> bool: ...
 
+@final
 class DeclaredTools:
     @property
     def problems(self) -> list[str]: ...
 
-Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
+_Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
 
+@final
 class Policy:
     def __init__(self) -> None: ...
     @staticmethod
@@ -90,13 +94,13 @@ class Policy:
     def from_text(text: str, base_dir: str | PathLike[str] | None = None) -> Policy: ...
     def check(
         self,
-        payload: Payload,
+        payload: _Payload,
         *,
         results: bool = False,
-        phase: Phase = "trajectory",
-        caller: Caller | None = None,
+        phase: _Phase = "trajectory",
+        caller: _Caller | None = None,
         require_calls: bool = False,
-        tools: Tools = None,
+        tools: _Tools = None,
     ) -> Verdict: ...
     def check_calls(
         self,
@@ -104,20 +108,20 @@ class Policy:
         *,
         invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,
         results: bool = False,
-        phase: Phase = "trajectory",
-        caller: Caller | None = None,
+        phase: _Phase = "trajectory",
+        caller: _Caller | None = None,
         require_calls: bool = False,
-        tools: Tools = None,
+        tools: _Tools = None,
     ) -> Verdict: ...
     def check_many(
         self,
-        payloads: Iterable[Payload],
+        payloads: Iterable[_Payload],
         *,
         results: bool = False,
-        phase: Phase = "trajectory",
-        caller: Caller | None = None,
+        phase: _Phase = "trajectory",
+        caller: _Caller | None = None,
         require_calls: bool = False,
-        tools: Tools = None,
+        tools: _Tools = None,
     ) -> list[Verdict]: ...
     def declare(self, tools: Sequence[Mapping[str, Any]]) -> DeclaredTools: ...
     def with_normalize(self, normalize: Mapping[str, Any]) -> Policy: ...
