@@ -303,3 +303,26 @@ def test_bad_options_are_refused() -> None:
         ToolgateMiddleware(max_retries=-1)
     with pytest.raises(toolgate.PolicyError):
         ToolgateMiddleware(policy={"forbiden": ["x"]})
+
+
+class Forecast(BaseModel):
+    city: str
+    high: int = Field(ge=-90, le=60)
+
+
+def test_structured_output_tools_are_the_agents_too(run: Run) -> None:
+    from langchain.agents.structured_output import ToolStrategy
+
+    model = ScriptedModel(
+        script=[
+            answer(call("Forecast", {"city": "Paris", "high": 99}, "s1")),
+            answer(call("Forecast", {"city": "Paris", "high": 21}, "s2")),
+        ]
+    )
+    agent = create_agent(model, tools=TOOLS, response_format=ToolStrategy(Forecast), middleware=[ToolgateMiddleware()])
+    state = run(agent, "forecast?")
+    # Checked against the schema the agent gave the model: 99 is refused,
+    # and the corrected answer is the structured response.
+    assert "/high" in replies(model.seen[1])["s1"].content
+    assert state["structured_response"] == Forecast(city="Paris", high=21)
+    assert RAN == []

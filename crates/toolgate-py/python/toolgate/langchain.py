@@ -33,6 +33,7 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
+from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, ToolStrategy
 from langchain_core.messages import AIMessage, ToolMessage
 
 from . import Policy, ToolCallBlocked, Verdict
@@ -96,6 +97,20 @@ def tool_declaration(tool: Any) -> dict[str, Any]:
             else call_schema.model_json_schema()
         )
     return {"name": tool.name, "parameters": parameters}
+
+
+def _structured_tools(response_format: Any) -> list[dict[str, Any]]:
+    """The tools an agent's structured output is called as (a
+    ``ToolStrategy``'s, or the one a raw schema or ``AutoStrategy`` may
+    become); a provider's native structured output has none."""
+    if response_format is None or isinstance(response_format, ProviderStrategy):
+        return []
+    if isinstance(response_format, ToolStrategy):
+        specs = response_format.schema_specs
+    else:
+        schema = response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+        specs = ToolStrategy(schema=schema).schema_specs
+    return [{"name": spec.name, "parameters": spec.json_schema} for spec in specs]
 
 
 def _ai_message(response: Any) -> AIMessage | None:
@@ -188,9 +203,7 @@ class ToolgateMiddleware(AgentMiddleware):
                 "placeholder_strings": sorted(placeholder_strings),
             }
         )
-        self._explicit = (
-            self._policy.declare([tool_declaration(t) for t in tools]) if tools is not None else None
-        )
+        self._tools = list(tools) if tools is not None else None
         # Compiled tool lists by the identity of their tools; each entry
         # holds its tools, so no id is reused while it is cached.
         self._cache: dict[tuple[int, ...], tuple[Any, list[Any]]] = {}
@@ -271,17 +284,19 @@ class ToolgateMiddleware(AgentMiddleware):
             failed = checked
 
     def _declared(self, request: ModelRequest[Any]) -> Any:
-        if self._explicit is not None:
-            return self._explicit
-        tools = list(getattr(request, "tools", None) or [])
-        if not tools:
+        """The tools the answer may call, compiled: ``tools`` or the
+        agent's, and the structured-output tools of its response format."""
+        tools = self._tools if self._tools is not None else list(getattr(request, "tools", None) or [])
+        response_format = getattr(request, "response_format", None)
+        if not tools and response_format is None:
             return None
-        key = tuple(map(id, tools))
+        key = (*map(id, tools), id(response_format))
         cached = self._cache.get(key)
         if cached is None:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()
-            cached = (self._policy.declare([tool_declaration(t) for t in tools]), tools)
+            declarations = [tool_declaration(t) for t in tools] + _structured_tools(response_format)
+            cached = (self._policy.declare(declarations), [*tools, response_format])
             self._cache[key] = cached
         return cached[0]
 
