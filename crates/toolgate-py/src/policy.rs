@@ -139,6 +139,12 @@ impl Options {
         })
     }
 
+    /// `policy`'s verdict on `bytes`, the GIL released.
+    fn check(&self, py: Python<'_>, policy: &toolgate::Policy, bytes: &[u8]) -> toolgate::Verdict {
+        let declared = self.tools.as_ref().map(Py::get);
+        py.detach(|| policy.check_with(bytes, self.check_options(declared)))
+    }
+
     fn check_options<'a>(&'a self, declared: Option<&'a DeclaredTools>) -> CheckOptions<'a> {
         CheckOptions {
             results: self.results,
@@ -238,15 +244,7 @@ impl Policy {
     ) -> PyResult<Verdict> {
         let options = Options::read(self, results, phase, caller, require_calls, tools)?;
         let bytes = payload_bytes(payload)?;
-        let declared = options.tools.as_ref().map(Py::get);
-        let inner = py.detach(|| {
-            self.inner
-                .check_with(&bytes, options.check_options(declared))
-        });
-        Ok(Verdict {
-            inner,
-            cleaned: Vec::new(),
-        })
+        Ok(Verdict::new(options.check(py, &self.inner, &bytes)))
     }
 
     /// Check LangChain `ToolCall` dicts (`{"name", "args", "id"}`), and the
@@ -278,11 +276,7 @@ impl Policy {
             write_json(invalid, &mut bytes, 1)?;
         }
         bytes.push(b'}');
-        let declared = options.tools.as_ref().map(Py::get);
-        let inner = py.detach(|| {
-            self.inner
-                .check_with(&bytes, options.check_options(declared))
-        });
+        let inner = options.check(py, &self.inner, &bytes);
         let mut cleaned = Vec::new();
         if self.inner.normalize().is_active() {
             for (sent, checked) in calls.iter().zip(&inner.calls) {
@@ -320,13 +314,7 @@ impl Policy {
         let check = options.check_options(declared);
         let verdicts =
             py.detach(|| map_all_cores(&bodies, |body| self.inner.check_with(body, check)));
-        Ok(verdicts
-            .into_iter()
-            .map(|inner| Verdict {
-                inner,
-                cleaned: Vec::new(),
-            })
-            .collect())
+        Ok(verdicts.into_iter().map(Verdict::new).collect())
     }
 
     /// Compile an agent's tool list (OpenAI `tools` entries, Anthropic

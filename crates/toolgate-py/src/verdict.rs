@@ -25,6 +25,20 @@ pub(crate) struct Verdict {
     pub(crate) cleaned: Vec<usize>,
 }
 
+impl Verdict {
+    pub(crate) fn new(inner: toolgate::Verdict) -> Self {
+        Verdict {
+            inner,
+            cleaned: Vec::new(),
+        }
+    }
+}
+
+/// Python violations for `list`.
+fn violations(list: &[toolgate::Violation]) -> Vec<Violation> {
+    list.iter().cloned().map(Violation::from).collect()
+}
+
 #[pymethods]
 impl Verdict {
     /// True only with no violation at all.
@@ -68,12 +82,7 @@ impl Verdict {
     /// expectations'.
     #[getter]
     fn violations(&self) -> Vec<Violation> {
-        self.inner
-            .violations
-            .iter()
-            .cloned()
-            .map(Violation::from)
-            .collect()
+        violations(&self.inner.violations)
     }
 
     #[getter]
@@ -171,12 +180,7 @@ impl Call {
 
     #[getter]
     fn violations(&self) -> Vec<Violation> {
-        self.inner
-            .violations
-            .iter()
-            .cloned()
-            .map(Violation::from)
-            .collect()
+        violations(&self.inner.violations)
     }
 
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
