@@ -2,7 +2,7 @@
 //! checks payloads with the GIL released. `DeclaredTools`: an agent's tool
 //! list compiled once against a policy.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
@@ -206,7 +206,13 @@ impl Policy {
                 },
             )
         })?;
-        Policy::from_source_text(py, &text, path.parent().map(Path::to_path_buf))
+        // Absolute, so that a pickled policy finds its `tools_file` from
+        // another working directory too.
+        let base_dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => std::path::absolute(dir).ok(),
+            _ => std::env::current_dir().ok(),
+        };
+        Policy::from_source_text(py, &text, base_dir)
     }
 
     /// Compile a policy from its keys; `base_dir` resolves a relative

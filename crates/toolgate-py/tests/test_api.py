@@ -236,3 +236,18 @@ def test_policy_is_immutable() -> None:
     verdict = policy.check("[]")
     with pytest.raises(AttributeError):
         verdict.passed = False  # type: ignore[misc]
+
+
+def test_a_policy_with_a_tools_file_unpickles_from_another_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "tools.json").write_text(
+        json.dumps([{"name": "search", "parameters": {"type": "object", "required": ["q"]}}])
+    )
+    (tmp_path / "policy.yaml").write_text("tools_file: tools.json\nforbidden: [drop]\n")
+    monkeypatch.chdir(tmp_path)
+    policy = toolgate.Policy.from_file("policy.yaml")
+    blob = pickle.dumps(policy)
+    monkeypatch.chdir("/")
+    copy = pickle.loads(blob)
+    assert copy.declared_tools == ["search"]
+    verdict = copy.check_calls([{"name": "search", "args": {}}, {"name": "drop", "args": {}}])
+    assert [v.code for v in verdict.violations][:2] == ["schema_violation", "forbidden"]
