@@ -277,14 +277,18 @@ impl Policy {
         let mut bytes = Vec::with_capacity(256);
         bytes.extend_from_slice(b"{\"tool_calls\":");
         write_json(calls.as_any(), &mut bytes, 1)?;
+        let mut sent = calls.len();
         if let Some(invalid) = invalid_tool_calls.filter(|v| !v.is_none()) {
             bytes.extend_from_slice(b",\"invalid_tool_calls\":");
             write_json(invalid, &mut bytes, 1)?;
+            sent += invalid.len().unwrap_or(0);
         }
         bytes.push(b'}');
         let inner = options.check(py, &self.inner, &bytes);
         let mut cleaned = Vec::new();
-        if self.inner.normalize().is_active() {
+        // Cleaned arguments are told by position: only when the engine read
+        // exactly the calls LangChain holds, in order.
+        if self.inner.normalize().is_active() && inner.calls.len() == sent {
             for (sent, checked) in calls.iter().zip(&inner.calls) {
                 let toolgate::Arguments::Object(clean) = &checked.arguments else {
                     continue;
