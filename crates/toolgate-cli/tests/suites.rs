@@ -270,6 +270,29 @@ fn variables_come_from_the_environment_the_context_and_earlier_outputs() {
 }
 
 #[test]
+fn a_base_policy_applies_and_a_block_config_overrides_it() {
+    let agent = Agent::start();
+    for format in ["openai", "anthropic", "responses", "json"] {
+        let (code, stdout, stderr) = run(
+            "tests/suites/base-policy.yaml",
+            &[],
+            &[("AGENT_URL", &agent.url(format))],
+        );
+        assert_eq!(code, 0, "{format}:\n{stdout}{stderr}");
+        assert_eq!(
+            lines(&stdout, "PASS "),
+            [
+                "base-policy-applies",
+                "config-overrides-the-base",
+                "schema-of-the-base-policy",
+                "the-raw-body-read-by-validate-tools"
+            ],
+            "{format}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
 fn an_unset_variable_stops_the_suite_before_any_request() {
     let agent = Agent::start();
     let (code, stdout, stderr) = run(
