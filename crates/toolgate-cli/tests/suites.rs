@@ -28,6 +28,17 @@ fn run(file: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String)
     )
 }
 
+/// `toolgate test SUITE ARGS...` with `env`, which must exit with `code`;
+/// its stdout, or its stderr for exit 2 (when stdout must be empty).
+fn expect(file: &str, args: &[&str], env: &[(&str, &str)], code: i32) -> String {
+    let (status, stdout, stderr) = run(file, args, env);
+    assert_eq!(status, code, "{file}:\n{stdout}{stderr}");
+    if code == 2 {
+        return stderr;
+    }
+    stdout
+}
+
 /// The ids of the lines that start with `PASS ` or `FAIL `, in order.
 fn lines(stdout: &str, verdict: &str) -> Vec<String> {
     stdout
@@ -74,12 +85,12 @@ fn seed_examples_run_against_every_wire_format() {
     for format in ["openai", "anthropic", "responses", "json"] {
         let url = agent.url(format);
         for (file, tests) in &suites {
-            let (code, stdout, stderr) = run(
+            let stdout = expect(
                 &format!("examples/suites/seed-001/{file}"),
                 &[],
                 &[("AI_API_URL", &url)],
+                0,
             );
-            assert_eq!(code, 0, "{format} {file}:\n{stdout}{stderr}");
             assert_eq!(
                 lines(&stdout, "PASS "),
                 *tests,
@@ -93,12 +104,12 @@ fn seed_examples_run_against_every_wire_format() {
 fn seed_suites_as_written_pass_against_an_openai_stream() {
     let agent = Agent::start();
     let url = agent.url("openai");
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "examples/suites/seed-001/08-test-ai-agent-tool-usage.json",
         &[],
         &[("AI_API_URL", &url)],
+        0,
     );
-    assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(lines(&stdout, "PASS "), ["test-calendar-agent"]);
     assert!(
         stdout.contains("AI Agent Tool Test: 1 test, 1 passed, 0 failed"),
@@ -106,20 +117,20 @@ fn seed_suites_as_written_pass_against_an_openai_stream() {
     );
 
     // Without `tests`: one test, its pipeline at the top.
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "examples/suites/seed-001/09-ensure-safe-tool-usage.json",
         &[],
         &[("AI_URL", &url)],
+        0,
     );
-    assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(lines(&stdout, "PASS "), ["test-1"]);
 
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "examples/suites/seed-001/11-full-example.json",
         &[],
         &[("AI_API_URL", &url), ("API_KEY", "secret-key")],
+        0,
     );
-    assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(lines(&stdout, "PASS "), ["test-customer-query"]);
     assert_eq!(agent.requests(), 3);
 }
@@ -128,12 +139,12 @@ fn seed_suites_as_written_pass_against_an_openai_stream() {
 fn seed_suites_fail_on_a_bad_agent_with_the_assertion_and_its_value() {
     let agent = Agent::start();
     // The key is sent as a header: the agent refuses a wrong one.
-    let (code, stdout, _) = run(
+    let stdout = expect(
         "examples/suites/seed-001/11-full-example.json",
         &[],
         &[("AI_API_URL", &agent.url("openai")), ("API_KEY", "wrong")],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}");
     assert!(stdout.starts_with("FAIL test-customer-query ("), "{stdout}");
     assert!(
         stdout.contains(
@@ -143,12 +154,12 @@ fn seed_suites_fail_on_a_bad_agent_with_the_assertion_and_its_value() {
     );
 
     // An agent that deletes the account.
-    let (code, stdout, _) = run(
+    let stdout = expect(
         "examples/suites/seed-001/09-ensure-safe-tool-usage.json",
         &[],
         &[("AI_URL", &agent.url("openai/reckless"))],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}");
     let line = stdout.lines().next().unwrap();
     assert!(line.starts_with("FAIL test-1 ("), "{line}");
     assert!(
@@ -159,12 +170,12 @@ fn seed_suites_fail_on_a_bad_agent_with_the_assertion_and_its_value() {
     );
 
     // `sse-openai` refuses another provider's stream.
-    let (code, stdout, _) = run(
+    let stdout = expect(
         "examples/suites/seed-001/08-test-ai-agent-tool-usage.json",
         &[],
         &[("AI_API_URL", &agent.url("anthropic"))],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}");
     assert!(
         stdout.contains(
             "format `sse-openai` expects an openai_chat stream, and this one is anthropic"
@@ -175,9 +186,12 @@ fn seed_suites_fail_on_a_bad_agent_with_the_assertion_and_its_value() {
 
 #[test]
 fn an_unsupported_seed_block_is_refused_before_anything_runs() {
-    let (code, stdout, stderr) = run("examples/suites/seed-001/14-tip-llm-judge.json", &[], &[]);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(stdout.is_empty());
+    let stderr = expect(
+        "examples/suites/seed-001/14-tip-llm-judge.json",
+        &[],
+        &[],
+        2,
+    );
     assert!(
         stderr.contains("tests[0] (test-1).pipeline[1] (LLMJudge): unknown block `LLMJudge` (toolgate runs HttpRequest, StreamParser, ValidateTools)"),
         "{stderr}"
@@ -189,12 +203,12 @@ fn an_unsupported_seed_block_is_refused_before_anything_runs() {
 #[test]
 fn every_operator_holds_and_fails_with_its_actual_value() {
     let agent = Agent::start();
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "tests/suites/operators.yaml",
         &["-j", "4"],
         &[("AGENT_URL", &agent.url("openai"))],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}{stderr}");
     assert_eq!(
         lines(&stdout, "PASS "),
         ["every-operator-holds"],
@@ -236,7 +250,7 @@ fn every_operator_holds_and_fails_with_its_actual_value() {
 #[test]
 fn variables_come_from_the_environment_the_context_and_earlier_outputs() {
     let agent = Agent::start();
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "tests/suites/variables.yaml",
         &[],
         &[
@@ -244,14 +258,14 @@ fn variables_come_from_the_environment_the_context_and_earlier_outputs() {
             ("ORDER_ID", "12345"),
             ("API_KEY", "secret-key"),
         ],
+        0,
     );
-    assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(lines(&stdout, "PASS "), ["references-everywhere"]);
 
     // The same suite, another order id: the config compiled from the
     // environment when the block runs now expects what the agent did not
     // send.
-    let (code, stdout, _) = run(
+    let stdout = expect(
         "tests/suites/variables.yaml",
         &[],
         &[
@@ -259,8 +273,8 @@ fn variables_come_from_the_environment_the_context_and_earlier_outputs() {
             ("ORDER_ID", "777"),
             ("API_KEY", "secret-key"),
         ],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}");
     assert!(
         stdout.contains(
             "check.passed: expected true, got false (and 1 more) [block 3 (ValidateTools): Tool 'search_orders' arg 'order_id' mismatch]"
@@ -273,12 +287,12 @@ fn variables_come_from_the_environment_the_context_and_earlier_outputs() {
 fn a_base_policy_applies_and_a_block_config_overrides_it() {
     let agent = Agent::start();
     for format in ["openai", "anthropic", "responses", "json"] {
-        let (code, stdout, stderr) = run(
+        let stdout = expect(
             "tests/suites/base-policy.yaml",
             &[],
             &[("AGENT_URL", &agent.url(format))],
+            0,
         );
-        assert_eq!(code, 0, "{format}:\n{stdout}{stderr}");
         assert_eq!(
             lines(&stdout, "PASS "),
             [
@@ -295,13 +309,12 @@ fn a_base_policy_applies_and_a_block_config_overrides_it() {
 #[test]
 fn an_unset_variable_stops_the_suite_before_any_request() {
     let agent = Agent::start();
-    let (code, stdout, stderr) = run(
+    let stderr = expect(
         "tests/suites/unset.yaml",
         &[],
         &[("AGENT_URL", &agent.url("openai"))],
+        2,
     );
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(stdout.is_empty(), "{stdout}");
     assert!(
         stderr.contains("tests[1] (reads-an-unset-variable).pipeline[0] (HttpRequest): `${env.TOOLGATE_TEST_UNSET_KEY}`: the environment variable TOOLGATE_TEST_UNSET_KEY is not set"),
         "{stderr}"
@@ -309,8 +322,7 @@ fn an_unset_variable_stops_the_suite_before_any_request() {
     assert_eq!(agent.requests(), 0);
 
     // The context's own references are checked the same way.
-    let (code, _, stderr) = run("tests/suites/mixed.json", &[], &[]);
-    assert_eq!(code, 2);
+    let stderr = expect("tests/suites/mixed.json", &[], &[], 2);
     assert!(
         stderr.contains(
             "context.AGENT: `${env.AGENT_URL}`: the environment variable AGENT_URL is not set"
@@ -325,12 +337,12 @@ fn failing_tests_exit_1_and_the_junit_file_says_why() {
     let dir = std::env::temp_dir().join(format!("toolgate-junit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let junit = dir.join("suite.xml");
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "tests/suites/mixed.json",
         &["--junit", junit.to_str().unwrap()],
         &[("AGENT_URL", &agent.url("openai"))],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}{stderr}");
     assert_eq!(lines(&stdout, "PASS "), ["passes"]);
     assert_eq!(
         lines(&stdout, "FAIL "),
@@ -407,12 +419,12 @@ fn jobs_run_tests_at_once_and_print_them_in_order() {
     let agent = Agent::start();
     // The agent answers only once all four requests are in at once, and the
     // first test's answer comes last.
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "tests/suites/gather.yaml",
         &["-j", "4"],
         &[("AGENT_URL", &agent.url("openai"))],
+        0,
     );
-    assert_eq!(code, 0, "{stdout}{stderr}");
     assert_eq!(
         lines(&stdout, "PASS "),
         ["first", "second", "third", "fourth"]
@@ -425,20 +437,18 @@ fn filter_runs_only_the_tests_it_names() {
     let agent = Agent::start();
     let env = [("AGENT_URL", agent.url("json"))];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let (code, stdout, stderr) = run("tests/suites/mixed.json", &["--filter", "passes"], &env);
-    assert_eq!(code, 0, "{stdout}{stderr}");
+    let stdout = expect("tests/suites/mixed.json", &["--filter", "passes"], &env, 0);
     assert_eq!(lines(&stdout, "PASS "), ["passes"]);
     assert_eq!(agent.requests(), 1);
     // By name too.
-    let (code, stdout, _) = run("tests/suites/mixed.json", &["--filter", "forgets"], &env);
-    assert_eq!(code, 1);
+    let stdout = expect("tests/suites/mixed.json", &["--filter", "forgets"], &env, 1);
     assert_eq!(lines(&stdout, "FAIL "), ["misses-a-tool"]);
-    let (code, _, stderr) = run(
+    let stderr = expect(
         "tests/suites/mixed.json",
         &["--filter", "nothing-like-it"],
         &env,
+        2,
     );
-    assert_eq!(code, 2);
     assert!(
         stderr.contains("no test's id or name contains `nothing-like-it`"),
         "{stderr}"
@@ -448,12 +458,12 @@ fn filter_runs_only_the_tests_it_names() {
 #[test]
 fn answers_are_read_within_their_bounds() {
     let agent = Agent::start();
-    let (code, stdout, stderr) = run(
+    let stdout = expect(
         "tests/suites/bounds.yaml",
         &[],
         &[("AGENT_URL", &agent.url("openai"))],
+        1,
     );
-    assert_eq!(code, 1, "{stdout}{stderr}");
     let failed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL ")).collect();
     assert!(
         failed[0].ends_with(
@@ -471,9 +481,7 @@ fn answers_are_read_within_their_bounds() {
 
 #[test]
 fn a_suite_with_mistakes_reports_every_one_and_exits_2() {
-    let (code, stdout, stderr) = run("tests/suites/invalid-shape.yaml", &[], &[]);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(stdout.is_empty());
+    let stderr = expect("tests/suites/invalid-shape.yaml", &[], &[], 2);
     assert!(
         stderr.contains(
             "invalid-shape.yaml: tests[0].pipeline[0].inputs: unknown field `inputs`, expected one of `id`, `block`, `input`, `config`, `output`"
@@ -481,9 +489,7 @@ fn a_suite_with_mistakes_reports_every_one_and_exits_2() {
         "{stderr}"
     );
 
-    let (code, stdout, stderr) = run("tests/suites/invalid.yaml", &[], &[]);
-    assert_eq!(code, 2, "{stdout}{stderr}");
-    assert!(stdout.is_empty());
+    let stderr = expect("tests/suites/invalid.yaml", &[], &[], 2);
     let at = "tests[0] (more-typos)";
     for problem in [
         format!("{at}.pipeline[0] (HttpRequset): unknown block `HttpRequset`; did you mean `HttpRequest`?"),

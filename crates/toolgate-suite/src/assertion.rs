@@ -8,6 +8,7 @@ use std::fmt;
 
 use regex::Regex;
 use serde_json::{Map, Value};
+use toolgate::check::json_eq;
 
 use crate::template::{self, Scope};
 
@@ -263,22 +264,6 @@ fn compare(actual: &Value, expected: &Value) -> Option<Ordering> {
         return Some(a.cmp(&b));
     }
     a.as_f64()?.partial_cmp(&b.as_f64()?)
-}
-
-/// Equal as JSON, numbers by value (10 equals 10.0).
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(_), Value::Number(_)) => compare(a, b) == Some(Ordering::Equal),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| json_eq(x, y))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(key, value)| y.get(key).is_some_and(|other| json_eq(value, other)))
-        }
-        _ => a == b,
-    }
 }
 
 #[cfg(test)]
