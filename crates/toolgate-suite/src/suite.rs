@@ -478,3 +478,103 @@ fn check_reference(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Load `text` as a suite file named `name`; the problems, if any.
+    fn load(name: &str, text: &str) -> Result<Suite, Vec<String>> {
+        let dir =
+            std::env::temp_dir().join(format!("toolgate-suite-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let loaded = Suite::load(&file).map_err(|err| err.problems);
+        std::fs::remove_dir_all(&dir).unwrap();
+        loaded
+    }
+
+    const CHECK: &str = r#"{"block": "ValidateTools", "input": {"toolCalls": []}, "output": "v"}"#;
+
+    #[test]
+    fn names_tests_and_refuses_two_with_one_id() {
+        let suite = load(
+            "ids.json",
+            &format!(
+                r#"{{"tests": [{{"pipeline": [{CHECK}]}}, {{"name": "named", "pipeline": [{CHECK}]}}]}}"#
+            ),
+        )
+        .unwrap();
+        let ids: Vec<&str> = suite.tests.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["test-1", "named"]);
+        assert_eq!(suite.name, "ids");
+        assert_eq!(suite.select(Some("nam")).len(), 1);
+
+        let problems = load(
+            "twice.json",
+            &format!(r#"{{"tests": [{{"id": "a", "pipeline": [{CHECK}]}}, {{"id": "a", "pipeline": [{CHECK}]}}]}}"#),
+        )
+        .unwrap_err();
+        assert_eq!(problems, ["tests[1] (a): another test has the id `a`"]);
+    }
+
+    #[test]
+    fn refuses_suites_that_run_or_assert_nothing() {
+        let problems = load("none.yaml", "name: x\n").unwrap_err();
+        assert_eq!(problems, ["the suite has no `tests` (nor a `pipeline`)"]);
+        let problems = load("empty.yaml", "tests: []\n").unwrap_err();
+        assert_eq!(problems, ["`tests` is empty"]);
+        let problems = load(
+            "both.json",
+            &format!(r#"{{"pipeline": [{CHECK}], "tests": [{{"pipeline": [{CHECK}]}}]}}"#),
+        )
+        .unwrap_err();
+        assert!(problems[0].contains("not both"), "{problems:?}");
+        let problems = load(
+            "silent.yaml",
+            "tests: [{id: t, pipeline: [{block: HttpRequest, input: {url: 'http://x'}}]}]\n",
+        )
+        .unwrap_err();
+        assert!(
+            problems[0].contains("the test asserts nothing"),
+            "{problems:?}"
+        );
+        // Seed 001's tip shows an HttpRequest without its input.
+        let problems = load(
+            "tip.yaml",
+            "pipeline: [{block: HttpRequest, output: response}]\nassertions: {response.status: 200}\n",
+        )
+        .unwrap_err();
+        assert!(
+            problems[0].starts_with(
+                "tests[0] (test-1).pipeline[0] (HttpRequest): an HttpRequest needs `input`"
+            ),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn checks_output_fields_and_context_paths() {
+        let problems = load(
+            "fields.yaml",
+            "context: {a: {b: 1}}\ntests:\n  - id: t\n    pipeline:\n      - {block: StreamParser, input: '${a.c}', output: {toolcalls: x}}\n    assertions: {a.b: 1}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            problems,
+            [
+                "tests[0] (t).pipeline[0] (StreamParser): `output.toolcalls`: a StreamParser gives no `toolcalls`; the closest is `toolCalls` (it gives text, toolCalls, format)",
+            ]
+        );
+        let problems = load(
+            "paths.yaml",
+            "context: {a: {b: 1}}\ntests:\n  - id: t\n    pipeline:\n      - {block: StreamParser, input: '${a.c}', output: p}\n    assertions: {p.text: x}\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            problems,
+            ["tests[0] (t).pipeline[0] (StreamParser): `${a.c}`: the context entry `a` holds no value at `c`"]
+        );
+    }
+}

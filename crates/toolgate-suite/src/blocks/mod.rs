@@ -106,7 +106,7 @@ impl Block {
             }
             Some(Value::Object(map)) => {
                 let mut out = Vec::with_capacity(map.len());
-                for (field, name) in map {
+                for (field, bound) in map {
                     if !fields.contains(&field.as_str()) {
                         let near = crate::closest(field, fields.iter().copied())
                             .map(|near| format!("; the closest is `{near}`"))
@@ -116,13 +116,13 @@ impl Block {
                             fields.join(", ")
                         ));
                     }
-                    match name {
-                        Value::String(name) if !name.is_empty() && !name.contains('.') => {
-                            out.push((field.clone(), name.clone()));
+                    match bound {
+                        Value::String(bound) if !bound.is_empty() && !bound.contains('.') => {
+                            out.push((field.clone(), bound.clone()));
                         }
                         _ => {
                             return Err(format!(
-                                "`output.{field}` must be a name without dots, not {name}"
+                                "`output.{field}` must be a name without dots, not {bound}"
                             ))
                         }
                     }
