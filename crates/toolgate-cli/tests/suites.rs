@@ -477,6 +477,19 @@ fn answers_are_read_within_their_bounds() {
         failed[1].contains("timed out") || failed[1].contains("no whole answer"),
         "{stdout}"
     );
+    assert!(
+        failed[2].ends_with(
+            r#"block 2 (StreamParser): the agent answered with an error: {"error": {"message": "bad key"}}"#
+        ),
+        "{stdout}"
+    );
+    assert!(
+        failed[3].ends_with(
+            r#"block 1 (StreamParser): the answer is in no format toolgate reads (it starts `{"reply":"Done, I deleted it."}`)"#
+        ),
+        "{stdout}"
+    );
+    assert_eq!(failed.len(), 4, "{stdout}");
 }
 
 #[test]

@@ -114,12 +114,25 @@ impl StreamParser {
         let (found, text, seen) = if is_sse {
             read_stream(&body, limits)?
         } else if self.format == StreamFormat::Auto {
-            read_whole(&body, limits)
+            if toolgate::detect::is_upstream_error(body.as_bytes()) {
+                return Err(format!(
+                    "the agent answered with an error: {}",
+                    start(&body, 300)
+                ));
+            }
+            let read = read_whole(&body, limits);
+            if read.0.format.is_none() && read.0.calls.is_empty() && read.0.violations.is_empty() {
+                return Err(format!(
+                    "the answer is in no format toolgate reads (it starts `{}`)",
+                    start(&body, 60)
+                ));
+            }
+            read
         } else {
-            let start: String = body.trim_start().chars().take(60).collect();
             return Err(format!(
-                "format `{}` reads a text/event-stream body, and this body is not one (it starts `{start}`); `format: auto` reads whole JSON answers too",
-                self.format.name()
+                "format `{}` reads a text/event-stream body, and this body is not one (it starts `{}`); `format: auto` reads whole JSON answers too",
+                self.format.name(),
+                start(&body, 60)
             ));
         };
         if let Some(violation) = found.violations.first() {
@@ -151,6 +164,17 @@ impl StreamParser {
             format.map_or(Value::Null, |f| Value::String(f.as_str().to_owned())),
         );
         Ok(Value::Object(out))
+    }
+}
+
+/// The first `chars` characters of a body, for messages.
+fn start(body: &str, chars: usize) -> String {
+    let text = body.trim();
+    let cut: String = text.chars().take(chars).collect();
+    if cut.len() < text.len() {
+        format!("{cut}...")
+    } else {
+        cut
     }
 }
 
