@@ -1,6 +1,7 @@
 //! Running a suite: each test's blocks in order, then its assertions; up to
 //! `jobs` tests at once, their outcomes reported in the suite's order.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
@@ -115,13 +116,22 @@ pub async fn run(
         read_limits: suite.read_limits,
         base_dir: suite.base_dir.as_deref(),
     };
+    // Up to `jobs` tests run at once, whichever finish first; each outcome
+    // waits in `done` for those before it.
     let mut outcomes = Vec::with_capacity(tests.len());
-    let mut running = stream::iter(tests)
-        .map(|test| run_test(suite, test, &env))
-        .buffered(options.jobs.max(1));
-    while let Some(outcome) = running.next().await {
-        each(&outcome);
-        outcomes.push(outcome);
+    let mut done = BTreeMap::new();
+    let mut running = stream::iter(tests.into_iter().enumerate())
+        .map(|(index, test)| {
+            let env = &env;
+            async move { (index, run_test(suite, test, env).await) }
+        })
+        .buffer_unordered(options.jobs.max(1));
+    while let Some((index, outcome)) = running.next().await {
+        done.insert(index, outcome);
+        while let Some(outcome) = done.remove(&outcomes.len()) {
+            each(&outcome);
+            outcomes.push(outcome);
+        }
     }
     Ok(outcomes)
 }
