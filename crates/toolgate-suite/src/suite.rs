@@ -190,11 +190,11 @@ fn compile(
                     dir: path.parent().map(Path::to_path_buf),
                 },
                 Ok(_) => {
-                    problems.push(format!("policy: {} is not a map of keys", path.display()));
+                    problems.push(format!("policy {}: not a map of keys", path.display()));
                     return None;
                 }
                 Err(message) => {
-                    problems.push(format!("policy: {message}"));
+                    problems.push(format!("policy {}: {message}", path.display()));
                     return None;
                 }
             }
@@ -206,7 +206,8 @@ fn compile(
     ) {
         Ok(policy) => *policy.limits(),
         Err(err) => {
-            problems.push(format!("policy: {err}"));
+            let name = raw.policy.as_deref().unwrap_or(Path::new("")).display();
+            problems.push(format!("policy {name}: {err}"));
             return None;
         }
     };
@@ -550,6 +551,20 @@ mod tests {
             problems[0].starts_with(
                 "tests[0] (test-1).pipeline[0] (HttpRequest): an HttpRequest needs `input`"
             ),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_base_policy_that_does_not_compile_is_named() {
+        let problems = load(
+            "base.yaml",
+            "policy: missing-policy.yaml\npipeline: [{block: ValidateTools, input: {toolCalls: []}}]\n",
+        )
+        .unwrap_err();
+        assert!(
+            problems[0].starts_with("policy ")
+                && problems[0].contains("missing-policy.yaml: cannot read"),
             "{problems:?}"
         );
     }
