@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 /// The arguments of `toolgate test`.
+// clap prints these comments as the help text, where backticks would show.
+#[allow(clippy::doc_markdown)]
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// The suite file (JSON or YAML).
     suite: PathBuf,
-    /// Write `JUnit` XML: one testcase per test.
+    /// Write JUnit XML: one testcase per test.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
     /// Run N tests at once (their lines still print in the suite's order).
@@ -22,11 +24,11 @@ pub(crate) struct Args {
     /// Run only the tests whose id or name contains TEXT.
     #[arg(long, value_name = "TEXT")]
     filter: Option<String>,
-    /// How long one `HttpRequest` may take, answer included, in seconds
+    /// How long one HttpRequest may take, answer included, in seconds
     /// (a block's `config.timeout` wins).
     #[arg(long, value_name = "SECS", default_value = "120")]
     timeout: f64,
-    /// The largest answer body an `HttpRequest` reads (a block's
+    /// The largest answer body an HttpRequest reads (a block's
     /// `config.max_body_bytes` wins).
     #[arg(long, value_name = "BYTES", default_value = "16777216")]
     max_body_bytes: NonZeroUsize,
