@@ -13,8 +13,10 @@
 //! `reckless` (a `delete_account` call first); `wrongargs` (other argument
 //! values); `slow` (like `ok`, 300 ms late); `broken` (a stream that ends in
 //! the middle of the first call's arguments); `gather-K` (held until four `gather`
-//! requests are in at once, then answered K × 100 ms later; HTTP 503 if
-//! they never are, within 10 s). A request without tools gets text only.
+//! requests are in at once, then answered K × 100 ms later); `pair`
+//! (held until two `pair` requests are in at once); `after-pair` (held,
+//! uncounted, until two `pair` requests are in). A held request that is
+//! never released gets HTTP 503 after 10 s. A request without tools gets text only.
 //! A request with an `Authorization` header other than `Bearer
 //! secret-key` gets HTTP 401. Every request is counted.
 
@@ -105,15 +107,26 @@ async fn respond(
     body: &[u8],
 ) -> Response {
     count.requests.fetch_add(1, Ordering::SeqCst);
-    if let Some(k) = behaviour.strip_prefix("gather-") {
-        count.gathered.fetch_add(1, Ordering::SeqCst);
+    // How many requests must be in together, and whether this one counts.
+    let gather = match behaviour {
+        "pair" => Some((2, true)),
+        "after-pair" => Some((2, false)),
+        _ if behaviour.starts_with("gather-") => Some((4, true)),
+        _ => None,
+    };
+    if let Some((together, counts)) = gather {
+        if counts {
+            count.gathered.fetch_add(1, Ordering::SeqCst);
+        }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while count.gathered.load(Ordering::SeqCst) < 4 {
+        while count.gathered.load(Ordering::SeqCst) < together {
             if tokio::time::Instant::now() > deadline {
                 return (StatusCode::SERVICE_UNAVAILABLE, "alone").into_response();
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+    }
+    if let Some(k) = behaviour.strip_prefix("gather-") {
         let k: u64 = k.parse().unwrap_or(0);
         tokio::time::sleep(Duration::from_millis(100 * k)).await;
     }

@@ -430,6 +430,19 @@ fn jobs_run_tests_at_once_and_print_them_in_order() {
         ["first", "second", "third", "fourth"]
     );
     assert_eq!(agent.requests(), 4);
+
+    // A finished test waiting for a slow one before it frees its place.
+    let agent = Agent::start();
+    let stdout = expect(
+        "tests/suites/slow-first.yaml",
+        &["-j", "3"],
+        &[("AGENT_URL", &agent.url("openai"))],
+        0,
+    );
+    assert_eq!(
+        lines(&stdout, "PASS "),
+        ["waits-for-the-pair", "quick", "pair-one", "pair-two"]
+    );
 }
 
 #[test]
