@@ -1,6 +1,8 @@
 //! The real `toolgate` binary on files and standard input.
 
 mod gateway_durability;
+mod suite_agent;
+mod suites;
 
 use assert_cmd::Command;
 
