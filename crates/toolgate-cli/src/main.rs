@@ -14,6 +14,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod eval;
 mod serve;
+mod test;
 
 /// Checking allocates many small values per call, on every core at once
 /// in `eval`; mimalloc keeps that fast where glibc's allocator spends
@@ -80,6 +81,11 @@ enum Command {
     /// /v1/messages to the upstream, checking every tool call and tool
     /// result; also /v1/validate, /healthz and /metrics.
     Serve(serve::Args),
+    /// Run a test suite (JSON or YAML) against an agent: each test sends
+    /// a request, reads the streamed answer, checks its tool calls and
+    /// asserts on the results. Exit 0 all passed, 1 any failed, 2 the
+    /// suite cannot be loaded.
+    Test(test::Args),
     /// Work with policy files.
     Policy {
         #[command(subcommand)]
@@ -185,6 +191,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
         }
         Command::Eval(args) => eval::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Test(args) => test::run(&args),
         Command::Completions { shell } => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "toolgate", &mut std::io::stdout());

@@ -2,6 +2,8 @@
 
 mod docs;
 mod gateway_durability;
+mod suite_agent;
+mod suites;
 
 use assert_cmd::Command;
 

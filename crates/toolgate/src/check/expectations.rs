@@ -310,8 +310,11 @@ fn arg_detail(arg: &str, tool: &str, expected: &Value, calls: &[&CallVerdict]) -
     format!("{want}; {}", got.join(", "))
 }
 
-/// Equal as JSON, numbers by value: `10` equals `10.0`.
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+/// Equal as JSON, numbers by value: `10` equals `10.0`; objects whatever
+/// their key order. What `validate_args` compares with (and `toolgate
+/// test`'s assertions).
+#[must_use]
+pub fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {

@@ -17,6 +17,7 @@ mod score;
 use rustc_hash::FxHashMap;
 
 use self::declared::RequestTools;
+pub use self::expectations::json_eq;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};

@@ -363,6 +363,13 @@ impl Policy {
     }
 }
 
+/// Read a policy's keys from YAML or JSON text without compiling them
+/// (duplicate keys refused): for fronts that keep a policy's source to
+/// compile it again with some keys changed (the Python bindings).
+pub fn parse_text(text: &str) -> Result<Value, PolicyError> {
+    load::parse_text(text).map_err(|problem| PolicyError::Invalid(vec![problem]))
+}
+
 /// Read a policy file's keys without compiling them: YAML or JSON, duplicate
 /// keys refused. For tools that derive policies from a base one (eval's
 /// per-scenario overrides).
