@@ -175,7 +175,7 @@ def request_id() -> str:
 
 
 def idempotency_key(rid: str, tool: str, arguments: dict[str, Any]) -> str:
-    """CONTRACT section 5: SHA-256 of request id, tool, canonical arguments
+    """docs/gateway.md: SHA-256 of request id, tool, canonical arguments
     (sorted keys, no spaces: RFC 8785 for these ASCII-only string values)."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(f"{rid}\n{tool}\n{canonical}".encode()).hexdigest()

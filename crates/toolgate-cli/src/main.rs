@@ -10,11 +10,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod eval;
 mod mcp;
 mod serve;
+mod test;
 
 /// Checking allocates many small values per call, on every core at once
 /// in `eval`; mimalloc keeps that fast where glibc's allocator spends
@@ -81,6 +82,11 @@ enum Command {
     /// /v1/messages to the upstream, checking every tool call and tool
     /// result; also /v1/validate, /healthz and /metrics.
     Serve(serve::Args),
+    /// Run a test suite (JSON or YAML) against an agent: each test sends
+    /// a request, reads the streamed answer, checks its tool calls and
+    /// asserts on the results. Exit 0 all passed, 1 any failed, 2 the
+    /// suite cannot be loaded.
+    Test(test::Args),
     /// Run a stdio MCP server behind the checks: a local client (Claude
     /// Desktop, Cursor, an IDE) starts `toolgate mcp --policy P -- COMMAND
     /// ARGS...` in place of the server. Exits with the server's status.
@@ -91,6 +97,13 @@ enum Command {
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
+    },
+    /// Print a shell completion script: `toolgate completions bash >
+    /// ~/.local/share/bash-completion/completions/toolgate`, or zsh, fish,
+    /// elvish, powershell.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -103,6 +116,11 @@ enum PolicyCommand {
         /// The policy file (YAML or JSON).
         policy: PathBuf,
     },
+    /// Print the JSON Schema of a policy file, for completion and checks in
+    /// editors: point YAML files at it with a `# yaml-language-server:
+    /// $schema=toolgate-policy.schema.json` comment, JSON files with
+    /// `"$schema"`.
+    Schema,
 }
 
 fn main() -> ExitCode {
@@ -185,6 +203,20 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
             Err(err) => Err(err),
         },
         Command::Pins(args) => mcp::pins(&args),
+        Command::Test(args) => test::run(&args),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(shell, &mut command, "toolgate", &mut std::io::stdout());
+            Ok(true)
+        }
+        Command::Policy {
+            command: PolicyCommand::Schema,
+        } => {
+            let mut stdout = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut stdout, &toolgate::policy::json_schema())?;
+            writeln!(stdout)?;
+            Ok(true)
+        }
         Command::Policy {
             command: PolicyCommand::Lint { policy },
         } => {

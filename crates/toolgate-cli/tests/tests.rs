@@ -1,6 +1,9 @@
 //! The real `toolgate` binary on files and standard input.
 
+mod docs;
 mod gateway_durability;
+mod suite_agent;
+mod suites;
 
 use assert_cmd::Command;
 
@@ -119,7 +122,7 @@ fn check_passes_a_capture_against_its_policy() {
 }
 
 #[test]
-fn check_reads_standard_input_and_prints_the_contract_verdict() {
+fn check_reads_standard_input_and_prints_the_documented_verdict() {
     let policy = policy_file(
         "expected.json",
         r#"{"expected": ["search_database", "send_email"]}"#,
@@ -145,7 +148,7 @@ fn check_reads_standard_input_and_prints_the_contract_verdict() {
                  "valid": true, "violations": []}],
       "violations": [{"code": "missing_expected_tools", "call": null,
                       "tool": "send_email", "path": null,
-                      "message": "Missing expected tools: send_email"}],
+                      "message": "Missing expected tools: send_email: expected a call of 'send_email' (the policy expects search_database, send_email); the agent called 'search_database'"}],
       "failures": ["Missing expected tools: send_email"],
       "actual_tools": ["search_database"],
       "expected_tools": ["search_database", "send_email"]
@@ -470,7 +473,7 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     for needle in [
         "traces       4",
-        "pass rate    75.0%",
+        "pass rate    60.0%",
         "drop_table",
         "not_allowed",
         "line 2",
@@ -482,7 +485,8 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
         serde_json::from_slice(&std::fs::read(&summary_path).unwrap()).unwrap();
     assert_eq!(summary["traces"], 4);
     assert_eq!(summary["passed"], 3);
-    assert_eq!(summary["pass_rate"], 0.75);
+    // The line that is not JSON counts as a failed trace: 3 of 5.
+    assert_eq!(summary["pass_rate"], 0.6);
     assert_eq!(summary["bad_lines"], 1);
     assert_eq!(summary["bad_line_samples"][0]["line"], 3);
     assert_eq!(summary["tools"]["drop_table"]["invalid"], 1);
@@ -516,11 +520,17 @@ fn eval_prints_a_summary_writes_json_and_gates_ci() {
             .args([flag, value])
             .assert()
     };
-    gate("--min-pass-rate", "0.75").success();
-    let out = gate("--min-pass-rate", "0.8").code(1);
-    assert!(stderr(&out).contains("pass rate 0.750 is below --min-pass-rate 0.8"));
-    gate("--min-score", "0.7").success();
-    gate("--min-score", "0.9").code(1);
+    gate("--min-pass-rate", "0.6").success();
+    let out = gate("--min-pass-rate", "0.75").code(1);
+    assert!(
+        stderr(&out).contains(
+            "pass rate 0.600 is below --min-pass-rate 0.75 (1 line that held no trace counts as failed)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    gate("--min-score", "0.6").success();
+    gate("--min-score", "0.7").code(1);
     gate("--min-score", "2").code(2);
 
     let out = toolgate()
@@ -610,4 +620,157 @@ fn eval_reads_standard_input_and_refuses_bad_policies() {
         .args(["eval", "/nonexistent/traces.jsonl"])
         .assert()
         .code(2);
+}
+
+#[test]
+fn eval_fails_a_dataset_without_a_single_trace() {
+    let policy = policy_file("empty-policy.yaml", "allowed_functions: [search]\n");
+    for (name, text, says) in [
+        ("empty.jsonl", "", "holds no trace to evaluate: it is empty"),
+        (
+            "blank.jsonl",
+            "\n\n",
+            "holds no trace to evaluate: it is empty",
+        ),
+        (
+            "garbage.jsonl",
+            "not json\n{\"unrelated\": 1}\n",
+            "none of its 2 lines holds a trace",
+        ),
+    ] {
+        let dataset = policy_file(name, text);
+        let out = toolgate()
+            .args(["eval", "--policy"])
+            .arg(&policy)
+            .arg(&dataset)
+            .assert()
+            .code(1);
+        assert!(stderr(&out).contains(says), "{name}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn eval_writes_junit_provenance_and_a_comparison_with_a_baseline() {
+    let policy = policy_file("junit-policy.yaml", "allowed_functions: [search]\n");
+    let ok: serde_json::Value = serde_json::from_str(TRACE_OK).unwrap();
+    let bad: serde_json::Value = serde_json::from_str(TRACE_BAD).unwrap();
+    let rows = [
+        serde_json::json!({"id": "t-1", "name": "lookup", "output": ok}).to_string(),
+        serde_json::json!({"name": "refund flow", "input": "hi", "output": bad}).to_string(),
+        "not json".to_owned(),
+        TRACE_OK.to_owned(),
+    ];
+    let dataset = policy_file("rows.jsonl", &rows.join("\n"));
+    let junit = dataset.with_file_name("eval.xml");
+    let first = dataset.with_file_name("first.json");
+    toolgate()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg(&dataset)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--json")
+        .arg(&first)
+        .assert()
+        .success();
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    assert_eq!((report.tests, report.failures, report.errors), (4, 1, 1));
+    let names: Vec<&str> = report.test_suites[0]
+        .test_cases
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["t-1", "refund flow", "line 3", "line 4"]);
+
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&first).unwrap()).unwrap();
+    let provenance = &summary["provenance"];
+    assert_eq!(provenance["toolgate_version"], env!("CARGO_PKG_VERSION"));
+    let text = std::fs::read(&policy).unwrap();
+    assert_eq!(
+        provenance["policy"]["sha256"],
+        format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&text))
+    );
+    assert_eq!(
+        provenance["dataset"]["bytes"],
+        std::fs::metadata(&dataset).unwrap().len()
+    );
+    assert_eq!(
+        provenance["dataset"]["xxh3_128"].as_str().unwrap().len(),
+        32
+    );
+    assert!(provenance["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "--junit"));
+    assert!(provenance["started_at"].as_str().unwrap().ends_with('Z'));
+    assert!(!summary["tools"]
+        .as_object()
+        .unwrap()
+        .contains_key("refund flow"));
+    assert_eq!(summary["failing"][0]["name"], "refund flow");
+
+    // The same dataset with its bad trace fixed, against the first run.
+    let fixed = [rows[0].clone(), TRACE_OK.to_owned(), TRACE_OK.to_owned()];
+    let dataset = policy_file("rows-fixed.jsonl", &fixed.join("\n"));
+    let second = dataset.with_file_name("second.json");
+    let report_path = dataset.with_file_name("second.html");
+    let out = toolgate()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg(&dataset)
+        .arg("--baseline")
+        .arg(&first)
+        .arg("--json")
+        .arg(&second)
+        .arg("--report")
+        .arg(&report_path)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(stdout.contains("against the baseline"), "{stdout}");
+    assert!(
+        stdout.contains("pass rate       50.0% -> 100.0%  (+50.0 points)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("code not_allowed"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&second).unwrap()).unwrap();
+    assert_eq!(summary["baseline"]["codes"][0]["code"], "not_allowed");
+    assert_eq!(summary["baseline"]["codes"][0]["direction"], "better");
+    let html = std::fs::read_to_string(&report_path).unwrap();
+    assert!(html.contains("Against the baseline"));
+    assert!(html.contains("About this run"));
+
+    let missing = dataset.with_file_name("no-such-baseline.json");
+    let out = toolgate()
+        .args(["eval", "--policy"])
+        .arg(&policy)
+        .arg(&dataset)
+        .arg("--baseline")
+        .arg(&missing)
+        .assert()
+        .code(2);
+    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
+}
+
+#[test]
+fn policy_schema_and_completions_print() {
+    let out = toolgate().args(["policy", "schema"]).assert().success();
+    let schema: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(schema["additionalProperties"], false);
+    assert!(schema["properties"]["allowed_functions"].is_object());
+    assert!(schema["properties"]["minTools"].is_object());
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = toolgate().args(["completions", shell]).assert().success();
+        let script = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(script.contains("toolgate"), "{shell}");
+        assert!(
+            script.contains("min-pass-rate"),
+            "{shell}: the eval flags are completed"
+        );
+    }
+    toolgate().args(["completions", "tcsh"]).assert().code(2);
 }

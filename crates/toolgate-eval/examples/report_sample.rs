@@ -127,6 +127,8 @@ fn record(
     s.failed += 1;
     let row = TraceRow {
         line,
+        id: None,
+        name: None,
         score,
         passed: false,
         tools: names,
@@ -215,6 +217,8 @@ fn sample(traces: u64, fail_every: u64, seed: u64) -> Summary {
         s.bad_lines += 1;
         s.bad_line_samples.push(BadLine {
             line,
+            id: None,
+            name: None,
             kind: kind.into(),
             message: message.into(),
         });

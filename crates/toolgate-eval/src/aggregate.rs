@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rustc_hash::FxHashMap;
 use toolgate::{Verdict, Violation, ViolationCode};
 
+use crate::scenario::Label;
 use crate::summary::{BadLine, Summary, TraceRow, BAD_LINES, FAILING, WORST};
 
 /// Most distinct tool names with a row of their own; a dataset of invented
@@ -54,7 +55,7 @@ pub struct Tally {
     traces: u64,
     passed: u64,
     failed: u64,
-    /// Scores are hundredths (the contract rounds them to two decimals):
+    /// Scores are hundredths (verdicts round them to two decimals):
     /// summed as integers, the mean does not depend on the batches.
     hundredths: u64,
     calls: u64,
@@ -90,11 +91,11 @@ impl Default for Tally {
 }
 
 impl Tally {
-    /// Add the verdict of the trace on `line`; `rows` says whether the
-    /// summary may still keep its row if it fails. The verdict is dropped
-    /// here, on the thread that made it; nothing of a passing trace is
-    /// copied.
-    pub fn verdict(&mut self, line: u64, verdict: Verdict, rows: &RowHints) {
+    /// Add the verdict of the trace on `line` (named by its row's `label`,
+    /// if any); `rows` says whether the summary may still keep its row if
+    /// it fails. The verdict is dropped here, on the thread that made it;
+    /// nothing of a passing trace is copied.
+    pub fn verdict(&mut self, line: u64, verdict: Verdict, label: Option<&Label>, rows: &RowHints) {
         self.traces += 1;
         if verdict.passed {
             self.passed += 1;
@@ -122,6 +123,8 @@ impl Tally {
         if rows.wanted(verdict.score) {
             self.rows.push(TraceRow {
                 line,
+                id: label.and_then(|l| l.id.clone()),
+                name: label.and_then(|l| l.name.clone()),
                 score: verdict.score,
                 passed: false,
                 tools: verdict.actual_tools,
@@ -318,10 +321,12 @@ impl Aggregate {
     #[must_use]
     pub fn finish(mut self, seconds: f64) -> Summary {
         let s = &mut self.summary;
+        // A line that held no trace is a failed trace scoring 0.
+        let scored = s.scored_lines();
         #[allow(clippy::cast_precision_loss)] // counts far below 2^52
-        if s.traces > 0 {
-            s.pass_rate = s.passed as f64 / s.traces as f64;
-            s.mean_score = self.hundredths as f64 / 100.0 / s.traces as f64;
+        if scored > 0 {
+            s.pass_rate = s.passed as f64 / scored as f64;
+            s.mean_score = self.hundredths as f64 / 100.0 / scored as f64;
         }
         for tool in s.tools.values_mut() {
             #[allow(clippy::cast_precision_loss)]
@@ -390,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn codes_are_indexed_in_contract_order() {
+    fn codes_are_indexed_in_declaration_order() {
         for (at, code) in ViolationCode::ALL.iter().enumerate() {
             assert_eq!(slot(*code), at, "{code}");
         }

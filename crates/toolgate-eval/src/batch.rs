@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 
 use crate::aggregate::{RowHints, Tally};
-use crate::scenario::{Evaluator, Outcome};
+use crate::junit::Case;
+use crate::scenario::{Evaluator, Label, Outcome};
 use crate::summary::BadLine;
 
 /// A block of whole lines, then what their checks found.
@@ -35,22 +36,26 @@ pub(crate) struct Batch {
     pub(crate) tally: Tally,
     /// The lines that held no trace, each with where its `--out` line ends.
     pub(crate) bad: Vec<(BadLine, usize)>,
+    /// One test case a line (`--junit`), in order.
+    pub(crate) cases: Vec<Case>,
     /// A check panicked: the fold raises it again.
     pub(crate) panic: Option<Box<dyn Any + Send>>,
 }
 
 impl Batch {
-    /// Check every line, writing `--out` lines when `write_out`; stops
-    /// early when `stop` is set (the run is over).
+    /// Check every line, writing `--out` lines when `sinks.out` and test
+    /// cases when `sinks.junit`; stops early when `stop` is set (the run is
+    /// over).
     pub(crate) fn check(
         &mut self,
         evaluator: &Evaluator,
-        write_out: bool,
+        sinks: Wanted,
         hints: &RowHints,
         stop: &AtomicBool,
     ) {
         self.out.clear();
         self.bad.clear();
+        self.cases.clear();
         for (at, &(start, end)) in self.lines.iter().enumerate() {
             if stop.load(Ordering::Relaxed) {
                 return;
@@ -58,15 +63,22 @@ impl Batch {
             let line = self.first + at as u64;
             match evaluator.line(line, &self.data[start..end]) {
                 Outcome::Blank => {}
-                Outcome::Verdict(verdict) => {
-                    if write_out {
-                        out_line(&mut self.out, line, "verdict", &verdict);
+                Outcome::Verdict(verdict, label) => {
+                    let label = label.as_deref();
+                    if sinks.out {
+                        out_line(&mut self.out, line, label, "verdict", &verdict);
                     }
-                    self.tally.verdict(line, verdict, hints);
+                    if sinks.junit {
+                        self.cases.push(Case::of_verdict(line, label, &verdict));
+                    }
+                    self.tally.verdict(line, verdict, label, hints);
                 }
                 Outcome::Bad(bad) => {
-                    if write_out {
-                        out_line(&mut self.out, line, "error", &bad);
+                    if sinks.out {
+                        out_line(&mut self.out, line, None, "error", &bad);
+                    }
+                    if sinks.junit {
+                        self.cases.push(Case::of_bad_line(&bad));
                     }
                     self.bad.push((bad, self.out.len()));
                 }
@@ -75,12 +87,39 @@ impl Batch {
     }
 }
 
-/// Append `{"line": N, "<key>": value}` and a line end to `out`; only the
-/// line end when the value cannot be written.
-fn out_line(out: &mut Vec<u8>, line: u64, key: &str, value: &impl Serialize) {
+/// What a run writes besides its summary.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wanted {
+    pub(crate) out: bool,
+    pub(crate) junit: bool,
+}
+
+/// Append `{"line": N, <the row's names>, "<key>": value}` and a line end
+/// to `out`; only the line end when the value cannot be written.
+fn out_line(
+    out: &mut Vec<u8>,
+    line: u64,
+    label: Option<&Label>,
+    key: &str,
+    value: &impl Serialize,
+) {
     let start = out.len();
     // Writing to a `Vec` cannot fail.
-    let _ = write!(out, "{{\"line\":{line},\"{key}\":");
+    let _ = write!(out, "{{\"line\":{line},");
+    if let Some(label) = label {
+        let names = [("id", label.id.as_deref()), ("name", label.name.as_deref())];
+        for (field, text) in names {
+            if let Some(text) = text {
+                let _ = write!(out, "\"{field}\":");
+                let _ = serde_json::to_writer(&mut *out, text);
+                out.push(b',');
+            }
+        }
+        if let Some(metadata) = &label.metadata {
+            let _ = write!(out, "\"metadata\":{},", metadata.get());
+        }
+    }
+    let _ = write!(out, "\"{key}\":");
     if serde_json::to_writer(&mut *out, value).is_ok() {
         out.push(b'}');
     } else {

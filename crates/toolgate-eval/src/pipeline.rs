@@ -19,7 +19,7 @@ use std::sync::{mpsc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use crate::aggregate::{Aggregate, RowHints};
-use crate::batch::Batch;
+use crate::batch::{Batch, Wanted};
 use crate::run::{Progress, RunError, Sinks};
 use crate::scenario::Evaluator;
 use crate::summary::Summary;
@@ -40,7 +40,10 @@ pub(crate) fn run(
     let workers = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
     let shared = Shared {
         evaluator,
-        write_out: sinks.out.is_some(),
+        wanted: Wanted {
+            out: sinks.out.is_some(),
+            junit: sinks.junit.is_some(),
+        },
         hints: RowHints::default(),
         stop: AtomicBool::new(false),
         slots: Mutex::new(Slots {
@@ -79,7 +82,7 @@ pub(crate) fn run(
 /// What the threads of a run share.
 struct Shared<'a, F> {
     evaluator: &'a Evaluator,
-    write_out: bool,
+    wanted: Wanted,
     hints: RowHints,
     /// The run is over: whatever still runs ends.
     stop: AtomicBool,
@@ -184,7 +187,7 @@ impl<F: FnMut(&mut Batch) -> io::Result<bool> + Send> Shared<'_, F> {
     fn check(&self, batch: &mut Batch) {
         if batch.error.is_none() {
             let checked = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                batch.check(self.evaluator, self.write_out, &self.hints, &self.stop);
+                batch.check(self.evaluator, self.wanted, &self.hints, &self.stop);
             }));
             batch.panic = checked.err();
         }
@@ -285,10 +288,14 @@ impl Fold<'_> {
         if let Some(sink) = self.sinks.out.as_mut() {
             sink.write_all(out).map_err(RunError::Io)?;
         }
+        if let Some(cases) = self.sinks.junit.as_mut() {
+            cases.extend(&mut batch.cases);
+        }
         if strict {
             if let Some((bad, _)) = batch.bad.drain(..).next() {
                 return Err(RunError::Strict {
                     line: bad.line,
+                    trace: bad.id.or(bad.name),
                     kind: bad.kind,
                     message: bad.message,
                 });

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::value::RawValue;
 
+use crate::junit::Cases;
 use crate::pipeline;
 use crate::read::{ItemReader, LineReader, Sizes};
 use crate::scenario::Evaluator;
@@ -44,6 +45,8 @@ pub enum RunError {
     /// `--strict`: a line held no trace.
     Strict {
         line: u64,
+        /// The row's id or name, when the line was a row that had one.
+        trace: Option<String>,
         kind: String,
         message: String,
     },
@@ -55,9 +58,13 @@ impl std::fmt::Display for RunError {
             RunError::Io(err) => write!(f, "cannot read the dataset: {err}"),
             RunError::Strict {
                 line,
+                trace,
                 kind,
                 message,
-            } => write!(f, "line {line}: {kind}: {message}"),
+            } => match trace {
+                Some(trace) => write!(f, "line {line} ({trace}): {kind}: {message}"),
+                None => write!(f, "line {line}: {kind}: {message}"),
+            },
         }
     }
 }
@@ -68,6 +75,8 @@ impl std::error::Error for RunError {}
 pub struct Sinks<'a> {
     /// One verdict (or error) per line, in order (`--out`).
     pub out: Option<&'a mut dyn Write>,
+    /// One test case per line that is not blank, in order (`--junit`).
+    pub junit: Option<&'a mut Cases>,
     /// Called after each batch.
     pub progress: &'a mut dyn FnMut(Progress),
     /// Stop at the first line that holds no trace.

@@ -1,9 +1,18 @@
-//! One line of a dataset: a payload, or `{"output": <payload>, "policy":
-//! {...}}` whose policy keys override the base policy for that scenario.
-//! Overrides of the expectation keys reuse the compiled base policy; any
-//! other key compiles the merged policy. Either is compiled once for each
-//! text of `policy` and kept (a bounded cache), so rows that share their
-//! overrides share the work.
+//! One line of a dataset: a payload, or a row, `{"output": <payload>,
+//! "policy": {...}, "id": ..., "name": ..., "metadata": {...}, "input":
+//! ...}` in the shape eval tools write. A row's `id`, `name` and
+//! `metadata` name the trace and are never read as a call; its `input` is
+//! what the agent was given and is not judged; its `policy` keys override
+//! the base policy for that trace. Overrides of the expectation keys reuse
+//! the compiled base policy; any other key compiles the merged policy.
+//! Either is compiled once for each text of `policy` and kept (a bounded
+//! cache), so rows that share their overrides share the work.
+//!
+//! Which objects are rows: one with `output` and an object `policy`
+//! (other keys ignored, as before rows had names), or one with `output`
+//! and `id`, `name` or `metadata` whose keys are all row keys. Anything
+//! else is a payload (a Responses API response holds `id` and `output`
+//! beside `object`, `model`, ...; a span holds only `input` and `output`).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -31,7 +40,10 @@ pub struct Evaluator {
     /// What each text of `policy` compiled to.
     overrides: Mutex<FxHashMap<Box<str>, Arc<Override>>>,
     options: Options,
-    /// Finds `"policy"` in a line: only such a line can be a scenario.
+    /// Finds `"output"` in a line: only such a line can be a row.
+    output_key: memmem::Finder<'static>,
+    /// Finds `"policy"` in a line: only such a row may hold keys that are
+    /// not row keys.
     policy_key: memmem::Finder<'static>,
 }
 
@@ -51,8 +63,33 @@ pub struct Options {
 pub enum Outcome {
     /// A blank line: not a trace.
     Blank,
-    Verdict(Verdict),
+    /// A trace's verdict, and its row's names when it was a row that had
+    /// some.
+    Verdict(Verdict, Option<Box<Label>>),
     Bad(BadLine),
+}
+
+/// What a row names its trace by: never read as a call.
+#[derive(Debug, Clone, Default)]
+pub struct Label {
+    /// `id`: a string, or a number written as its JSON text.
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// `metadata`, as written (copied to `--out`).
+    pub metadata: Option<Box<RawValue>>,
+}
+
+impl Label {
+    /// How messages and reports name the trace on `line`: its id, else its
+    /// name, else its line.
+    #[must_use]
+    pub fn display(id: Option<&str>, name: Option<&str>, line: u64) -> String {
+        match (id, name) {
+            (Some(id), _) => id.to_owned(),
+            (None, Some(name)) => name.to_owned(),
+            (None, None) => format!("line {line}"),
+        }
+    }
 }
 
 impl Evaluator {
@@ -69,6 +106,7 @@ impl Evaluator {
             base_dir,
             overrides: Mutex::new(FxHashMap::default()),
             options,
+            output_key: memmem::Finder::new(b"\"output\""),
             policy_key: memmem::Finder::new(b"\"policy\""),
         })
     }
@@ -95,27 +133,42 @@ impl Evaluator {
             declared: None,
             phase: self.options.phase,
         };
-        // Only a line naming `"policy"` can be a scenario with overrides.
-        if self.policy_key.find(trimmed).is_some() {
-            if let Some(scenario) = Scenario::read(trimmed) {
-                return self.scenario(line, &scenario, options);
+        // Only a line naming `"output"` can be a row.
+        if self.output_key.find(trimmed).is_some() {
+            let lenient = self.policy_key.find(trimmed).is_some();
+            match Row::read(trimmed, lenient) {
+                Ok(Some(row)) => return self.row(line, &row, options),
+                Ok(None) => {}
+                Err(message) => return bad(line, "bad_row", &message, None),
             }
         }
-        verdict(line, trimmed, &self.base, self.base.expectations(), options)
+        verdict(
+            line,
+            trimmed,
+            &self.base,
+            self.base.expectations(),
+            options,
+            None,
+        )
     }
 
-    fn scenario(&self, line: u64, scenario: &Scenario<'_>, options: CheckOptions<'_>) -> Outcome {
-        let payload = scenario.output.get().as_bytes();
-        let Some(raw) = scenario.policy else {
-            return verdict(line, payload, &self.base, self.base.expectations(), options);
+    fn row(&self, line: u64, row: &Row<'_>, options: CheckOptions<'_>) -> Outcome {
+        let label = match row.label() {
+            Ok(label) => label,
+            Err(message) => return bad(line, "bad_row", &message, None),
+        };
+        let payload = row.output.map_or(&b""[..], |raw| raw.get().as_bytes());
+        let base = self.base.expectations();
+        let Some(raw) = row.policy else {
+            return verdict(line, payload, &self.base, base, options, label);
         };
         match &*self.compiled(raw) {
-            Override::Base => verdict(line, payload, &self.base, self.base.expectations(), options),
-            Override::Expect(expect) => verdict(line, payload, &self.base, expect, options),
+            Override::Base => verdict(line, payload, &self.base, base, options, label),
+            Override::Expect(expect) => verdict(line, payload, &self.base, expect, options, label),
             Override::Policy(policy) => {
-                verdict(line, payload, policy, policy.expectations(), options)
+                verdict(line, payload, policy, policy.expectations(), options, label)
             }
-            Override::Bad(message) => bad(line, "bad_policy", message),
+            Override::Bad(message) => bad(line, "bad_policy", message, label.as_deref()),
         }
     }
 
@@ -180,6 +233,7 @@ fn verdict(
     policy: &Policy,
     expect: &Expectations,
     options: CheckOptions<'_>,
+    label: Option<Box<Label>>,
 ) -> Outcome {
     let detection = detect_with(payload, policy.limits());
     if detection.format.is_none() && detection.calls.is_empty() {
@@ -193,35 +247,172 @@ fn verdict(
             line,
             if is_json { "no_payload" } else { "not_json" },
             &message,
+            label.as_deref(),
         );
     }
-    Outcome::Verdict(policy.judge_expecting(detection, options, expect))
+    Outcome::Verdict(policy.judge_expecting(detection, options, expect), label)
 }
 
-fn bad(line: u64, kind: &str, message: &str) -> Outcome {
+fn bad(line: u64, kind: &str, message: &str, label: Option<&Label>) -> Outcome {
     Outcome::Bad(BadLine {
         line,
+        id: label.and_then(|l| l.id.clone()),
+        name: label.and_then(|l| l.name.clone()),
         kind: kind.to_owned(),
         message: message.to_owned(),
     })
 }
 
-/// `{"output": <payload>, "policy": {...}}`, other keys ignored; the
-/// policy is kept as written, the key of its compiled form.
-#[derive(Deserialize)]
-struct Scenario<'a> {
-    #[serde(borrow)]
-    output: &'a RawValue,
-    #[serde(default, borrow)]
+/// A row's keys, as written; `other` when it holds a key that is not
+/// one.
+#[derive(Default)]
+struct Row<'a> {
+    output: Option<&'a RawValue>,
     policy: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
+    metadata: Option<&'a RawValue>,
+    input: bool,
+    other: bool,
 }
 
-impl<'a> Scenario<'a> {
-    /// The scenario of a line; `None` when the line is not one (then it is
-    /// read as a payload), as when its `policy` is not an object.
-    fn read(text: &'a [u8]) -> Option<Self> {
-        let scenario: Scenario<'a> = serde_json::from_slice(text).ok()?;
-        let object = scenario.policy.is_none_or(|raw| raw.get().starts_with('{'));
-        object.then_some(scenario)
+/// The keys a row may hold.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "lowercase")]
+enum RowKey {
+    Output,
+    Policy,
+    Id,
+    Name,
+    Metadata,
+    Input,
+    #[serde(other)]
+    Other,
+}
+
+/// Reads an object into a [`Row`]; with `lenient` false, stops at the first
+/// key that is not a row key (the object is then a payload, and the rest
+/// of it is not read twice).
+struct RowVisitor {
+    lenient: bool,
+}
+
+/// Why a row could not be read: a payload (`NotRow`), or a row key given
+/// twice.
+enum RowError {
+    NotRow,
+    Twice(&'static str),
+}
+
+impl<'de> serde::de::Visitor<'de> for RowVisitor {
+    type Value = Result<Row<'de>, RowError>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut row = Row::default();
+        while let Some(key) = map.next_key::<RowKey>()? {
+            let (slot, name) = match key {
+                RowKey::Output => (&mut row.output, "output"),
+                RowKey::Policy => (&mut row.policy, "policy"),
+                RowKey::Id => (&mut row.id, "id"),
+                RowKey::Name => (&mut row.name, "name"),
+                RowKey::Metadata => (&mut row.metadata, "metadata"),
+                RowKey::Input => {
+                    if std::mem::replace(&mut row.input, true) {
+                        return Ok(Err(RowError::Twice("input")));
+                    }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+                RowKey::Other => {
+                    if !self.lenient {
+                        return Ok(Err(RowError::NotRow));
+                    }
+                    row.other = true;
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            if slot.replace(map.next_value()?).is_some() {
+                return Ok(Err(RowError::Twice(name)));
+            }
+        }
+        Ok(Ok(row))
+    }
+}
+
+impl<'a> Row<'a> {
+    /// The row of a line; `Ok(None)` when the line is not one (then it is
+    /// read as a payload); an error message for a row key given twice.
+    fn read(text: &'a [u8], lenient: bool) -> Result<Option<Self>, String> {
+        use serde::Deserializer as _;
+        let mut reader = serde_json::Deserializer::from_slice(text);
+        let row = match reader.deserialize_map(RowVisitor { lenient }) {
+            Ok(Ok(row)) if reader.end().is_ok() => row,
+            Ok(Err(RowError::Twice(key))) => {
+                return Err(format!("`{key}` is given twice"));
+            }
+            _ => return Ok(None),
+        };
+        if row.output.is_none() {
+            return Ok(None);
+        }
+        let policy_object = row.policy.is_some_and(|raw| raw.get().starts_with('{'));
+        let named = row.id.is_some() || row.name.is_some() || row.metadata.is_some();
+        if policy_object || (!row.other && named) {
+            Ok(Some(row))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The row's names, checked: `id` a string or a number, `name` a
+    /// string, `metadata` an object, `policy` an object.
+    fn label(&self) -> Result<Option<Box<Label>>, String> {
+        if self.policy.is_some_and(|raw| !raw.get().starts_with('{')) {
+            return Err("a row's `policy` must be an object of policy keys".to_owned());
+        }
+        if self.id.is_none() && self.name.is_none() && self.metadata.is_none() {
+            return Ok(None);
+        }
+        let id = match self.id.map(|raw| serde_json::from_str::<Value>(raw.get())) {
+            None => None,
+            Some(Ok(Value::String(id))) => Some(clip(id)),
+            Some(Ok(Value::Number(n))) => Some(clip(n.to_string())),
+            Some(_) => return Err("a row's `id` must be a string or a number".to_owned()),
+        };
+        let name = match self
+            .name
+            .map(|raw| serde_json::from_str::<Value>(raw.get()))
+        {
+            None => None,
+            Some(Ok(Value::String(name))) => Some(clip(name)),
+            Some(_) => return Err("a row's `name` must be a string".to_owned()),
+        };
+        let metadata = match self.metadata {
+            None => None,
+            Some(raw) if raw.get().starts_with('{') => Some(raw.to_owned()),
+            Some(_) => return Err("a row's `metadata` must be an object".to_owned()),
+        };
+        Ok(Some(Box::new(Label { id, name, metadata })))
+    }
+}
+
+/// Most characters of a row's `id` or `name` kept: the summary keeps the
+/// names of its failing traces, and `--junit` of every trace.
+pub const MAX_LABEL_CHARS: usize = 200;
+
+/// `text`, cut to [`MAX_LABEL_CHARS`] with an ellipsis.
+fn clip(text: String) -> String {
+    match text.char_indices().nth(MAX_LABEL_CHARS) {
+        None => text,
+        Some((at, _)) => {
+            let mut cut = text[..at].to_owned();
+            cut.push('…');
+            cut
+        }
     }
 }

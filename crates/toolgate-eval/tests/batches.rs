@@ -35,6 +35,7 @@ fn run(
     let mut progress = |_| {};
     let sinks = Sinks {
         out: out.map(|out| -> &mut dyn Write { out }),
+        junit: None,
         progress: &mut progress,
         strict,
     };

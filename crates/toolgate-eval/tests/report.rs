@@ -11,6 +11,8 @@ const JSON_OPEN: &str = r#"<script type="application/json" id="toolgate-summary"
 fn row(line: u64, score: f64, tools: &[&str], codes: &[&str], reasoning: &str) -> TraceRow {
     TraceRow {
         line,
+        id: None,
+        name: None,
         score,
         passed: false,
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
@@ -102,16 +104,21 @@ fn sample() -> Summary {
         bad_line_samples: vec![
             BadLine {
                 line: 9,
+                id: None,
+                name: None,
                 kind: "not_json".into(),
                 message: "expected value at line 1 column 1".into(),
             },
             BadLine {
                 line: 1234,
+                id: None,
+                name: None,
                 kind: "no_payload".into(),
                 message: "no tool calls found".into(),
             },
         ],
         seconds: 0.25,
+        ..Summary::default()
     }
 }
 
@@ -195,9 +202,13 @@ fn the_page_shows_the_totals() {
         "Invalid calls 205",
         "Bad lines 2",
         "Run time 250 ms",
-        "Passed 1,400 87.5%",
+        // A bad line is a failed trace: 1,400 of 1,602 lines.
+        "Passed 1,400 87.4%",
         "Failed 200 12.5%",
-        "200 failed",
+        "No trace 2 0.1%",
+        "Lines 1,602",
+        // 200 failed traces and 2 lines without one.
+        "202 failed",
     ] {
         assert!(text.contains(expected), "{expected:?} in {text}");
     }
@@ -339,4 +350,65 @@ fn a_clean_run_says_so() {
     ] {
         assert!(text.contains(expected), "{expected:?} in {text}");
     }
+}
+
+/// The riskiest tools show however rarely they were called, and a
+/// forbidden call counts once in the violations chart.
+#[test]
+fn tools_rank_by_invalid_share_and_a_forbidden_call_counts_once() {
+    let mut s = sample();
+    for n in 0..20 {
+        s.tools.insert(
+            format!("busy_tool_{n:02}"),
+            tool(5000, 50 + n, &[("schema_violation", 50 + n)]),
+        );
+    }
+    s.tools.insert(
+        "hallucinated_tool".into(),
+        tool(2, 2, &[("not_allowed", 2)]),
+    );
+    s.codes.insert(
+        "forbidden".into(),
+        CodeStats {
+            count: 9,
+            traces: 9,
+        },
+    );
+    s.codes.insert(
+        "used_forbidden_tools".into(),
+        CodeStats {
+            count: 9,
+            traces: 9,
+        },
+    );
+    let ranked: Vec<&str> = s
+        .tools_by_invalid_share()
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .take(2)
+        .collect();
+    assert_eq!(ranked, ["delete_all", "hallucinated_tool"]);
+    let page = html(&s);
+    let share_card = &page
+        [page.find("Invalid share per tool").unwrap()..page.find("<h2>Violation codes").unwrap()];
+    assert!(
+        share_card.contains("hallucinated_tool"),
+        "a tool called twice, both invalid, is among the riskiest"
+    );
+    let count_card = &page[page.find("Invalid calls per tool").unwrap()
+        ..page.find("Invalid share per tool").unwrap()];
+    assert!(
+        !count_card.contains("hallucinated_tool"),
+        "by count it is past the chart's rows"
+    );
+    let codes_card =
+        &page[page.find("<h2>Violation codes").unwrap()..page.find("About this run").unwrap()];
+    assert!(codes_card.contains("title=\"forbidden\""));
+    assert!(
+        !codes_card.contains("title=\"used_forbidden_tools\""),
+        "counted once, as forbidden"
+    );
+    assert!(codes_card.contains("A forbidden call counts once"));
+    // The table keeps every code.
+    assert!(page[page.find("id=\"codes\"").unwrap()..].contains("used_forbidden_tools"));
 }

@@ -11,6 +11,7 @@ fn summary_of(dataset: &str) -> Summary {
     let mut progress = |_| {};
     let sinks = Sinks {
         out: None,
+        junit: None,
         progress: &mut progress,
         strict: false,
     };

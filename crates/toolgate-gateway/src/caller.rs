@@ -1,4 +1,4 @@
-//! Who is calling (CONTRACT section 6): with `callers` configured, a
+//! Who is calling (docs/policy.md, "Who may call what"): with `callers` configured, a
 //! request must name a known caller, by its key's SHA-256 or by the
 //! trusted `caller_header`; else it is refused before the upstream sees it.
 //! A caller named twice (the header or a key sent twice, a header value

@@ -1,4 +1,4 @@
-//! Idempotency keys (CONTRACT section 5): the lowercase hex SHA-256 of
+//! Idempotency keys (docs/gateway.md): the lowercase hex SHA-256 of
 //! `request_id`, a newline, the tool name, a newline, and the RFC 8785
 //! canonical JSON of the arguments that were checked. An executor that
 //! records the keys it ran never runs the same released call twice.
@@ -42,7 +42,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_follow_the_contract() {
+    fn keys_follow_their_definition() {
         let args = json!({"b": 2.50, "a": "é", "c": [1e2, true]});
         let Value::Object(map) = args else {
             unreachable!()

@@ -159,7 +159,7 @@ async fn blocked(route: Route, response: reqwest::Response) -> Value {
     verdict
 }
 
-/// The keys the contract gives the calls of `body`, a response of
+/// The keys docs/gateway.md gives the calls of `body`, a response of
 /// `route`, under `request_id`, in order.
 fn expected_keys(route: Route, body: &[u8], request_id: &str) -> Vec<String> {
     route

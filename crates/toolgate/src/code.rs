@@ -1,4 +1,4 @@
-//! The stable violation codes of the public contract, generated from one
+//! The stable violation codes (docs/verdict.md), generated from one
 //! table: each code's spelling and category live on one line, so the list
 //! of all codes cannot drift from the enum.
 
@@ -82,7 +82,7 @@ impl std::str::FromStr for Phase {
 
 macro_rules! codes {
     ($($variant:ident => $spelling:literal, $category:ident;)*) => {
-        /// The stable violation codes of the public contract. Tests and
+        /// The stable violation codes (docs/verdict.md). Tests and
         /// users key on these spellings, never on messages.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
         pub enum ViolationCode {
@@ -90,10 +90,10 @@ macro_rules! codes {
         }
 
         impl ViolationCode {
-            /// Every code, in contract order.
+            /// Every code, in documented order.
             pub const ALL: &'static [ViolationCode] = &[$(ViolationCode::$variant,)*];
 
-            /// The contract spelling.
+            /// The documented spelling.
             #[must_use]
             pub fn as_str(self) -> &'static str {
                 match self {

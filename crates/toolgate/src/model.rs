@@ -128,7 +128,7 @@ impl Serialize for Arguments {
     }
 }
 
-/// Why arguments were rejected. The `code` is a contract violation code; the
+/// Why arguments were rejected. The `code` is a documented violation code; the
 /// `reason` is a finer, equally stable, sub-code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArgumentError {

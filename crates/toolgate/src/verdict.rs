@@ -1,5 +1,5 @@
 //! Violations: what is wrong with a payload, a call or a result, with the
-//! contract's stable codes.
+//! stable codes docs/verdict.md lists.
 
 use serde::Serialize;
 
@@ -81,8 +81,8 @@ pub struct CallVerdict {
     pub violations: Vec<Violation>,
 }
 
-/// The outcome of checking one payload against a policy (CONTRACT
-/// section 3).
+/// The outcome of checking one payload against a policy (its JSON is
+/// documented in docs/verdict.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// True only with no violation at all.

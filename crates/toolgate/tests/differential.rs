@@ -1,6 +1,6 @@
 //! A differential test of `detect` on random JSON trees built from every
 //! format's keys. The walker below is written from the reading rules
-//! (CONTRACT.md section 1, every call position read in every object), on
+//! (docs/cli.md, "Reading rules", every call position read in every object), on
 //! `serde_json::Value`, sharing no code with the library's reader: for
 //! each tree, `detect` must report exactly the calls the walker finds, or
 //! refuse the payload. Never fewer calls silently, and never more.

@@ -3,4 +3,5 @@ mod conformance;
 mod detect;
 mod differential;
 mod fixtures;
+mod schema;
 mod stream;

@@ -17,28 +17,29 @@
 //!   in front of it would leave records a client saw on one replica's disk
 //!   only, out of the other replicas' sight).
 //!
-//! Requests wait for the writer in a bounded queue: when it is full, or
-//! the writer has stopped, a record is refused at once and its request
-//! fails closed.
+//! Requests wait for the writers in a bounded [`queue`]: when it is full,
+//! or the writers have stopped, a record is refused at once and its
+//! request fails closed.
 
 mod index;
 mod jsonl;
 mod log;
 mod pipeline;
 mod postgres;
+mod queue;
 mod sqlite;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use toolgate::policy::AuditSettings;
 use toolgate::{Arguments, Verdict};
 
 pub use self::jsonl::JsonlStore;
 pub use self::postgres::PostgresStore;
+use self::queue::{Queue, Stopped, MAX_BATCH};
 use crate::config::ConfigError;
 use crate::metrics::AuditMetrics;
 
@@ -48,9 +49,7 @@ pub trait AuditStore: Send + std::fmt::Debug {
     fn write(&mut self, batch: &[AuditRecord]) -> Result<(), String>;
 }
 
-/// Most records committed in one group.
-const MAX_BATCH: usize = 512;
-/// Records waiting for the writer past which records are refused.
+/// Records waiting for the writers past which records are refused.
 const QUEUE: usize = 8192;
 
 /// One checked request.
@@ -203,18 +202,20 @@ fn redact_value(value: &mut Value, keys: &[String]) {
     }
 }
 
-/// Where a request learns whether its record is durable.
-type Reply = oneshot::Sender<Result<(), String>>;
-type Job = (AuditRecord, Reply);
-
 /// The handle requests commit through.
 #[derive(Debug)]
 pub struct Audit {
-    sender: mpsc::Sender<Job>,
+    queue: Arc<Queue>,
     redact: Vec<String>,
-    open: Arc<AtomicBool>,
     /// The log of `audit.sqlite`, whose index may be behind.
     log: Option<Arc<log::Shared>>,
+}
+
+impl Drop for Audit {
+    fn drop(&mut self) {
+        // The writers finish the records waiting, then stop.
+        self.queue.close();
+    }
 }
 
 impl Audit {
@@ -248,14 +249,12 @@ impl Audit {
         let log = log::LogStore::open(&log_dir(path), position).map_err(ConfigError)?;
         let shared = log.shared();
         index::spawn(Arc::clone(&shared), index, metrics.index_lag.clone()).map_err(ConfigError)?;
-        let (sender, receiver) = mpsc::channel::<Job>(QUEUE);
-        let open = Arc::new(AtomicBool::new(true));
-        pipeline::spawn(log, receiver, metrics, &open)
+        let queue = Queue::new(QUEUE);
+        pipeline::spawn(log, &queue, metrics)
             .map_err(|err| ConfigError(format!("cannot start the audit writers: {err}")))?;
         Ok(Audit {
-            sender,
+            queue,
             redact,
-            open,
             log: Some(shared),
         })
     }
@@ -270,48 +269,39 @@ impl Audit {
         store: Box<dyn AuditStore>,
         redact: Vec<String>,
         metrics: &AuditMetrics,
-        queue: usize,
+        capacity: usize,
     ) -> Audit {
-        let (sender, receiver) = mpsc::channel::<Job>(queue);
-        let open = Arc::new(AtomicBool::new(true));
-        let flag = Arc::clone(&open);
+        let queue = Queue::new(capacity);
+        let writer = Arc::clone(&queue);
         let metrics = metrics.clone();
         let spawned = std::thread::Builder::new()
             .name("toolgate-audit".into())
-            .spawn(move || write_groups(store, receiver, &metrics, flag));
+            .spawn(move || write_groups(store, &writer, &metrics));
         if spawned.is_err() {
-            open.store(false, Ordering::SeqCst);
+            queue.stopped();
         }
         Audit {
-            sender,
+            queue,
             redact,
-            open,
             log: None,
         }
     }
 
     /// Redact `record`, commit it, and return once it is durable. Refused
-    /// at once when the writer has stopped or its queue is full.
+    /// at once when the writers have stopped or the queue is full.
     pub async fn commit(&self, mut record: AuditRecord) -> Result<(), String> {
         record.redact(&self.redact);
         let (reply, answer) = oneshot::channel();
-        self.sender
-            .try_send((record, reply))
-            .map_err(|err| match err {
-                mpsc::error::TrySendError::Full(_) => {
-                    format!("the audit writer has {QUEUE} records waiting (is the disk stalled?)")
-                }
-                mpsc::error::TrySendError::Closed(_) => "the audit writer has stopped".to_owned(),
-            })?;
+        self.queue.push(record, reply)?;
         answer
             .await
             .map_err(|_| "the audit writer has stopped".to_owned())?
     }
 
-    /// Whether the writer thread runs.
+    /// Whether the writers run.
     #[must_use]
     pub fn is_open(&self) -> bool {
-        self.open.load(Ordering::SeqCst)
+        self.queue.is_open()
     }
 
     /// Block until the SQLite index holds every record durable now (at
@@ -322,30 +312,15 @@ impl Audit {
     }
 }
 
-/// Clears the writer's open flag when dropped.
-struct Stopped(Arc<AtomicBool>);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-}
-
 /// The writer thread of a store committed directly: each group written
 /// with one `store.write`, then each of its requests gets the outcome.
-/// `open` is cleared when it ends.
-fn write_groups(
-    mut store: Box<dyn AuditStore>,
-    mut receiver: mpsc::Receiver<Job>,
-    metrics: &AuditMetrics,
-    open: Arc<AtomicBool>,
-) {
-    // Cleared however the writer ends, a panic included, and before the
-    // queue closes: a request refused for a stopped writer sees it so.
-    let _stopped = Stopped(open);
+fn write_groups(mut store: Box<dyn AuditStore>, queue: &Arc<Queue>, metrics: &AuditMetrics) {
+    // However the writer ends, a panic included, the queue stops taking
+    // records and fails those waiting.
+    let _stopped = Stopped(Arc::clone(queue));
     let mut batch: Vec<AuditRecord> = Vec::with_capacity(MAX_BATCH);
-    let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
-    while gather(&mut receiver, &mut batch, &mut waiting) {
+    let mut waiting = Vec::with_capacity(MAX_BATCH);
+    while queue.group(&mut batch, &mut waiting) {
         let began = std::time::Instant::now();
         let outcome = store.write(&batch);
         metrics.group(batch.len(), began.elapsed());
@@ -356,33 +331,6 @@ fn write_groups(
             let _ = reply.send(outcome.clone());
         }
     }
-}
-
-/// The next group: wait for a record, then take every record waiting, up
-/// to [`MAX_BATCH`], into `batch` and their replies into `replies` (both
-/// emptied first). False once the queue has closed.
-fn gather(
-    receiver: &mut mpsc::Receiver<Job>,
-    batch: &mut Vec<AuditRecord>,
-    replies: &mut Vec<Reply>,
-) -> bool {
-    batch.clear();
-    replies.clear();
-    let Some((record, reply)) = receiver.blocking_recv() else {
-        return false;
-    };
-    batch.push(record);
-    replies.push(reply);
-    while batch.len() < MAX_BATCH {
-        match receiver.try_recv() {
-            Ok((record, reply)) => {
-                batch.push(record);
-                replies.push(reply);
-            }
-            Err(_) => break,
-        }
-    }
-    true
 }
 
 /// The log directory of the SQLite index at `path`.

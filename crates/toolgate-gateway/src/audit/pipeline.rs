@@ -1,7 +1,8 @@
-//! The audit log's writers: [`WRITERS`] threads take turns to append the
-//! records waiting as one group, then sync their group while the next
-//! thread appends the next one. A request so waits for one `fdatasync`
-//! (its group's), not for the rest of the one before it as well.
+//! The audit log's writers: [`WRITERS`] threads, each taking the records
+//! waiting as one group when it is free, appending it (one at a time),
+//! then syncing it while another writer takes the next group. A request
+//! so waits for one `fdatasync` (its group's), not for the rest of the one
+//! before it as well; when syncs are quick, one writer does it all.
 //!
 //! Groups are answered in the order they were appended: a group is
 //! released only once every group before it is durable. A sync that fails
@@ -11,44 +12,35 @@
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::mpsc;
-
 use super::log::{LogStore, Shared};
-use super::{gather, AuditRecord, Job, Reply, Stopped};
+use super::queue::{Queue, Reply, Stopped};
+use super::AuditRecord;
 use crate::metrics::AuditMetrics;
 
 /// Writer threads: groups synced at once, at most.
 const WRITERS: usize = 3;
 
-/// Start the writers of `log`, answering the jobs of `receiver`. `open`
-/// is cleared when they stop.
+/// Start the writers of `log`, answering the records of `queue`.
 pub(crate) fn spawn(
     log: LogStore,
-    receiver: mpsc::Receiver<Job>,
+    queue: &Arc<Queue>,
     metrics: &AuditMetrics,
-    open: &Arc<AtomicBool>,
 ) -> std::io::Result<()> {
-    let shared = log.shared();
     let pipeline = Arc::new(Pipeline {
-        shared,
-        intake: Mutex::new(Intake {
-            receiver,
-            log,
-            seq: 0,
-        }),
+        shared: log.shared(),
+        queue: Arc::clone(queue),
+        intake: Mutex::new(Intake { log, seq: 0 }),
         order: Mutex::new(Order::default()),
         metrics: metrics.clone(),
     });
     for n in 0..WRITERS {
         let pipeline = Arc::clone(&pipeline);
-        let open = Arc::clone(open);
         std::thread::Builder::new()
             .name(format!("toolgate-audit-{n}"))
             .spawn(move || {
-                let _stopped = Stopped(open);
+                let _stopped = Stopped(Arc::clone(&pipeline.queue));
                 while pipeline.turn() {}
             })?;
     }
@@ -56,7 +48,8 @@ pub(crate) fn spawn(
 }
 
 struct Pipeline {
-    /// Taken in turn, to gather a group and append it.
+    queue: Arc<Queue>,
+    /// Taken to append a group (never while waiting for records).
     intake: Mutex<Intake>,
     /// Taken after a sync (never while waiting for the intake), to answer
     /// groups in order.
@@ -67,7 +60,6 @@ struct Pipeline {
 }
 
 struct Intake {
-    receiver: mpsc::Receiver<Job>,
     log: LogStore,
     /// The next group's number.
     seq: u64,
@@ -101,20 +93,20 @@ impl Pipeline {
     fn turn(&self) -> bool {
         let mut batch: Vec<AuditRecord> = Vec::new();
         let mut replies = Vec::new();
-        let (seq, appended, began) = {
+        if !self.queue.group(&mut batch, &mut replies) {
+            return false;
+        }
+        let began = std::time::Instant::now();
+        let (seq, appended) = {
             let Ok(mut intake) = self.intake.lock() else {
                 return false;
             };
-            if !gather(&mut intake.receiver, &mut batch, &mut replies) {
-                return false;
-            }
-            let began = std::time::Instant::now();
             let seq = intake.seq;
             intake.seq += 1;
             if let Some(at) = self.rewound(seq) {
                 intake.log.rewind(at);
             }
-            (seq, intake.log.append(&batch), began)
+            (seq, intake.log.append(&batch))
         };
         let outcome = match appended {
             // A sync that panicked is a failed one: its group is answered,
@@ -214,14 +206,10 @@ mod tests {
 
     fn pipeline(dir: &std::path::Path) -> Pipeline {
         let log = LogStore::open(&dir.join("log"), 0).unwrap();
-        let (_, receiver) = mpsc::channel(1);
         Pipeline {
             shared: log.shared(),
-            intake: Mutex::new(Intake {
-                receiver,
-                log,
-                seq: 0,
-            }),
+            queue: Queue::new(1),
+            intake: Mutex::new(Intake { log, seq: 0 }),
             order: Mutex::new(Order::default()),
             metrics: AuditMetrics::default(),
         }

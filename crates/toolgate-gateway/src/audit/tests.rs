@@ -193,7 +193,7 @@ async fn a_full_queue_refuses_records_at_once() {
         async move { audit.commit(AuditRecord::sample(1, 0)).await }
     });
     // The second waits in the queue; the third finds it full.
-    while audit.sender.capacity() > 0 {
+    while audit.queue.waiting() == 0 {
         tokio::task::yield_now().await;
     }
     let refused = audit

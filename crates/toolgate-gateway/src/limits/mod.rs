@@ -1,4 +1,4 @@
-//! Rate limits across requests (CONTRACT section 6): counted in memory for
+//! Rate limits across requests (docs/policy.md, "Who may call what"): counted in memory for
 //! one gateway process (`limits_backend: memory`, the default), or in Redis
 //! shared by every replica (`limits_backend: redis://host:port`). A turn's
 //! calls are counted while it is checked ([`Tally`]) and given back if the

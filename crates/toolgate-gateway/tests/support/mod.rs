@@ -2,7 +2,7 @@
 //! the providers' wire formats (replaying captured bodies and streams, with
 //! pauses between events, or answering with any status, content type and
 //! content coding), a gateway started on a free port in front of it, the
-//! captured fixtures, and the three routes with the contract's idempotency
+//! captured fixtures, and the three routes with the documented idempotency
 //! key.
 
 #![allow(dead_code, unreachable_pub)]

@@ -1,5 +1,5 @@
 //! The three proxied routes, with what the tests send and replay on each,
-//! and the contract's idempotency key, computed here from its definition
+//! and the documented idempotency key, computed here from its definition
 //! rather than by the gateway's own code.
 
 use serde_json::{json, Value};
@@ -388,7 +388,7 @@ fn messages_events(text: &str, calls: &[(&str, &str)]) -> Vec<Vec<u8>> {
     out
 }
 
-/// The contract's idempotency key: lowercase hex SHA-256 of the request
+/// The documented idempotency key: lowercase hex SHA-256 of the request
 /// id, a newline, the tool name, a newline, and the RFC 8785 canonical JSON
 /// of the arguments.
 pub fn key(request_id: &str, tool: &str, arguments: &Value) -> String {

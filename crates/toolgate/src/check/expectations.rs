@@ -1,13 +1,17 @@
 //! What the agent was expected to do, over all its calls: `expected`,
 //! `forbidden`, `order`, `min_tools`/`max_tools` and `validate_args`. Each
 //! kind the policy sets scores between 0 and 1; the expectation score is
-//! their mean. Failures use the exact wordings users already key on.
+//! their mean. Failures use the exact wordings users already key on; each
+//! violation's `message` starts with the same wording and then says what
+//! was expected and what the agent did (tool names, call positions and
+//! JSON types: never an argument's value).
 
 use std::cell::OnceCell;
 
 use serde_json::Value;
 
 use crate::check::score::Ratio;
+use crate::detect::json_type;
 use crate::model::Arguments;
 use crate::policy::names::ToolKey;
 use crate::policy::{Expectations, Policy};
@@ -82,11 +86,15 @@ fn expected(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome) {
     if missing.is_empty() {
         return;
     }
+    let actual = called_names(calls);
     for tool in &missing {
         out.expectation(
             ViolationCode::MissingExpectedTools,
             Some(tool),
-            format!("Missing expected tools: {tool}"),
+            format!(
+                "Missing expected tools: {tool}: expected a call of '{tool}' (the policy expects {}); the agent called {actual}",
+                expect.expected.join(", ")
+            ),
         );
     }
     out.failures
@@ -97,14 +105,19 @@ fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
     if policy.forbidden.is_empty() {
         return;
     }
+    // Each forbidden tool used, with the calls that used it.
     let mut used: Vec<&str> = Vec::new();
+    let mut by: Vec<Vec<&CallVerdict>> = Vec::new();
     for call in calls {
         if policy.safe_names.contains(&call.name) {
             continue;
         }
         if let Some(tool) = policy.forbidden.matching(&call.name) {
-            if !used.contains(&tool) {
+            if let Some(at) = used.iter().position(|t| *t == tool) {
+                by[at].push(call);
+            } else {
                 used.push(tool);
+                by.push(vec![call]);
             }
         }
     }
@@ -112,11 +125,18 @@ fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
     if used.is_empty() {
         return;
     }
-    for tool in &used {
+    for (tool, calls) in used.iter().zip(&by) {
+        let seen: Vec<String> = calls
+            .iter()
+            .map(|call| format!("'{}' (call {})", call.name, call.index))
+            .collect();
         out.expectation(
             ViolationCode::UsedForbiddenTools,
             Some(tool),
-            format!("Used forbidden tools: {tool}"),
+            format!(
+                "Used forbidden tools: {tool}: expected no call of '{tool}'; the agent called {}",
+                seen.join(", ")
+            ),
         );
     }
     out.failures
@@ -132,12 +152,42 @@ fn order(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome) {
         .iter()
         .map(|tool| calls.iter().position(|call| call.name == *tool))
         .collect();
-    let ok = firsts.is_some_and(|at| at.windows(2).all(|pair| pair[0] < pair[1]));
+    let ok = firsts
+        .as_ref()
+        .is_some_and(|at| at.windows(2).all(|pair| pair[0] < pair[1]));
     out.kinds.push(Ratio::of(ok));
     if !ok {
-        let message = "Tool order incorrect".to_owned();
-        out.expectation(ViolationCode::OrderMismatch, None, message.clone());
-        out.failures.push(message);
+        let wording = "Tool order incorrect";
+        let expected = expect.order.join(" before ");
+        let actual = match firsts {
+            None => {
+                let never: Vec<&str> = expect
+                    .order
+                    .iter()
+                    .filter(|tool| !calls.iter().any(|call| call.name == **tool))
+                    .map(String::as_str)
+                    .collect();
+                format!("never called {}", quoted(&never))
+            }
+            Some(at) => {
+                let mut firsts: Vec<(usize, &str)> = at
+                    .into_iter()
+                    .zip(expect.order.iter().map(String::as_str))
+                    .collect();
+                firsts.sort_unstable();
+                let seen: Vec<String> = firsts
+                    .iter()
+                    .map(|(at, tool)| format!("{tool} (call {at})"))
+                    .collect();
+                format!("first called {}", seen.join(", "))
+            }
+        };
+        out.expectation(
+            ViolationCode::OrderMismatch,
+            None,
+            format!("{wording}: expected {expected}; the agent {actual}"),
+        );
+        out.failures.push(wording.to_owned());
     }
 }
 
@@ -149,13 +199,21 @@ fn count(expect: &Expectations, n: usize, out: &mut Outcome) {
     if let Some(min) = expect.min_tools.filter(|&min| n < min) {
         ok = false;
         let message = format!("Too few tools: {n} < {min}");
-        out.expectation(ViolationCode::TooFewTools, None, message.clone());
+        out.expectation(
+            ViolationCode::TooFewTools,
+            None,
+            format!("{message}: expected at least {min} tool calls; the agent made {n}"),
+        );
         out.failures.push(message);
     }
     if let Some(max) = expect.max_tools.filter(|&max| n > max) {
         ok = false;
         let message = format!("Too many tools: {n} > {max}");
-        out.expectation(ViolationCode::TooManyTools, None, message.clone());
+        out.expectation(
+            ViolationCode::TooManyTools,
+            None,
+            format!("{message}: expected at most {max} tool calls; the agent made {n}"),
+        );
         out.failures.push(message);
     }
     out.kinds.push(Ratio::of(ok));
@@ -177,23 +235,23 @@ fn validate_args(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome
                     .get_or_init(|| ToolKey::of(&call.name))
                     .meets(pair_key.get_or_init(|| ToolKey::of(&pair.tool)))
         });
-        let met = of_tool
-            .map(|(call, _)| call)
-            .any(|call| match &call.arguments {
-                Arguments::Object(map) => map
-                    .get(&pair.arg)
-                    .is_some_and(|value| json_eq(value, &pair.value)),
-                Arguments::Text(_) | Arguments::Invalid(_) => false,
-            });
+        let of_tool: Vec<&CallVerdict> = of_tool.map(|(call, _)| call).collect();
+        let met = of_tool.iter().any(|call| match &call.arguments {
+            Arguments::Object(map) => map
+                .get(&pair.arg)
+                .is_some_and(|value| json_eq(value, &pair.value)),
+            Arguments::Text(_) | Arguments::Invalid(_) => false,
+        });
         if met {
             matched += 1;
         } else {
-            // Names the tool and the argument, never the expected value.
+            // Names the tool, the argument and JSON types, never a value.
             let message = format!("Tool '{}' arg '{}' mismatch", pair.tool, pair.arg);
+            let detail = arg_detail(pair.arg.as_str(), &pair.tool, &pair.value, &of_tool);
             out.expectation(
                 ViolationCode::ArgMismatch,
                 Some(&pair.tool),
-                message.clone(),
+                format!("{message}: {detail}"),
             );
             out.failures.push(message);
         }
@@ -202,8 +260,61 @@ fn validate_args(expect: &Expectations, calls: &[CallVerdict], out: &mut Outcome
         .push(Ratio::new(matched, expect.validate_args.len()));
 }
 
-/// Equal as JSON, numbers by value: `10` equals `10.0`.
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+/// The tools the calls name, in order, each once: `'a', 'b'`, or `no tool`.
+fn called_names(calls: &[CallVerdict]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for call in calls {
+        if !names.contains(&call.name.as_str()) {
+            names.push(&call.name);
+        }
+    }
+    if names.is_empty() {
+        "no tool".to_owned()
+    } else {
+        quoted(&names)
+    }
+}
+
+/// `'a', 'b'`.
+fn quoted(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|name| format!("'{name}'")).collect();
+    quoted.join(", ")
+}
+
+/// What a `validate_args` pair expected and what the calls of its tool
+/// sent, by JSON type: the policy's value is never repeated (it may be a
+/// secret the agent must not learn from its errors).
+fn arg_detail(arg: &str, tool: &str, expected: &Value, calls: &[&CallVerdict]) -> String {
+    let want = format!(
+        "expected '{arg}' equal to the {} the policy sets",
+        json_type(expected)
+    );
+    if calls.is_empty() {
+        return format!("{want}; the agent never called '{tool}'");
+    }
+    let mut got: Vec<String> = Vec::new();
+    for call in calls {
+        let what = match &call.arguments {
+            Arguments::Object(map) => match map.get(arg) {
+                Some(value) if json_type(value) == json_type(expected) => {
+                    format!("a different {}", json_type(value))
+                }
+                Some(value) => format!("a {}", json_type(value)),
+                None => format!("no '{arg}'"),
+            },
+            Arguments::Text(_) => "text arguments".to_owned(),
+            Arguments::Invalid(_) => "arguments that could not be read".to_owned(),
+        };
+        got.push(format!("call {} sent {what}", call.index));
+    }
+    format!("{want}; {}", got.join(", "))
+}
+
+/// Equal as JSON, numbers by value: `10` equals `10.0`; objects whatever
+/// their key order. What `validate_args` compares with (and `toolgate
+/// test`'s assertions).
+#[must_use]
+pub fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {

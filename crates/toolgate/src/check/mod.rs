@@ -17,6 +17,7 @@ mod score;
 use rustc_hash::FxHashMap;
 
 use self::declared::RequestTools;
+pub use self::expectations::json_eq;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
 use crate::detect::{detect_with, Detection};
@@ -385,7 +386,7 @@ fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// A violation's line in `failures`: its message, in the contract's wording
+/// A violation's line in `failures`: its message, in the documented wording
 /// (a `not_allowed` suggestion stays in the violation's message only).
 fn failure_line(violation: &Violation) -> &str {
     match violation.code {

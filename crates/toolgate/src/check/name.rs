@@ -6,7 +6,7 @@ use crate::policy::names::NameSet;
 use crate::policy::Policy;
 use crate::verdict::{Violation, ViolationCode};
 
-/// Where a `not_allowed` message turns from the contract's failure wording
+/// Where a `not_allowed` message turns from the documented failure wording
 /// (`tool call 'x' is not an allowed tool`) to the suggestion for the model.
 pub(crate) const SUGGESTION: &str = " (closest allowed tool: ";
 

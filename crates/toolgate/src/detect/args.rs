@@ -127,7 +127,7 @@ mod fast {
 
     use crate::detect::cursor::{items, reads_with_cursor, Cursor};
     use crate::detect::fast::special;
-    use crate::detect::node::escape;
+    use crate::detect::node::decoded;
 
     pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
         let mut read = Read {
@@ -194,24 +194,16 @@ mod fast {
             if self.peek()? != b'"' {
                 return None;
             }
-            self.at += 1;
-            let mut out = String::new();
-            loop {
-                let end = self.at + special(self.bytes.get(self.at..)?)?;
-                out.push_str(self.text.get(self.at..end)?);
-                match self.bytes[end] {
-                    b'"' => {
-                        self.at = end + 1;
-                        return Some(out);
-                    }
-                    b'\\' => {
-                        let (decoded, used) = escape(self.text.get(end + 1..)?)?;
-                        out.push(decoded);
-                        self.at = end + 1 + used;
-                    }
-                    _ => return None,
-                }
+            let start = self.at + 1;
+            let body = self.bytes.get(start..)?;
+            let first = special(body)?;
+            if body[first] == b'"' {
+                self.at = start + first + 1;
+                return self.text.get(start..start + first).map(str::to_owned);
             }
+            let (end, text) = decoded(body)?;
+            self.at = start + end + 1;
+            Some(text)
         }
 
         fn number_value(&mut self) -> Option<Value> {

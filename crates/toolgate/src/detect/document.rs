@@ -403,7 +403,7 @@ fn own<'a>(
                 kind,
                 id: id.clone(),
                 name: name.clone(),
-                args: ArgSource::Inline(raw),
+                args: inline(o, key, raw),
             });
         }
     }
@@ -674,7 +674,7 @@ fn named<'a>(
             } else if kind == CallKind::Custom && raw.get().starts_with('"') {
                 text(Some(raw)).map_or(ArgSource::Inline(raw), ArgSource::Freeform)
             } else {
-                ArgSource::Inline(raw)
+                inline(o, key, raw)
             };
             readings.push(Reading {
                 from,
@@ -712,6 +712,19 @@ fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>
         .into_iter()
         .zip([o.arguments, o.params, o.parameters, o.args, o.input])
         .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
+}
+
+/// The arguments `key` holds: the text the fast reader decoded in
+/// passing, if it did (the first reading takes it), else the raw value.
+fn inline<'a>(o: &Obj<'a>, key: &str, raw: Raw<'a>) -> ArgSource<'a> {
+    let decoded = if key == "arguments" {
+        o.arguments_text.take()
+    } else {
+        None
+    };
+    decoded.map_or(ArgSource::Inline(raw), |text| {
+        ArgSource::Text(Cow::Owned(text))
+    })
 }
 
 fn incomplete_error() -> ArgumentError {

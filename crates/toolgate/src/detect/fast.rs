@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
-use crate::detect::node::{Flag, IsList, Node, Obj, Raw, Seen};
+use crate::detect::node::{decoded, Decoded, Flag, IsList, Node, Obj, Raw, Seen, SIMPLE};
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -261,6 +261,17 @@ impl<'a> Scan<'a> {
                 return None;
             }
             seen |= bit;
+            if matches!(field, Field::arguments) {
+                scan.space();
+                if scan.peek()? == b'"' {
+                    // JSON text in a string, dense with escaped quotes:
+                    // decoded once, here, rather than scanned here and
+                    // decoded again when its call is read.
+                    let (raw, text) = scan.decoded_string()?;
+                    obj.arguments_text = Decoded::new(text);
+                    return store(&mut obj, field, Value::Raw(raw));
+                }
+            }
             let value = scan.value(TAKES[field as usize])?;
             store(&mut obj, field, value)
         })?;
@@ -378,9 +389,39 @@ impl<'a> Scan<'a> {
         Some((text, escaped))
     }
 
+    /// A string at the cursor, as written and, when it holds escapes,
+    /// decoded. Control characters and lone surrogate escapes are the
+    /// reference's to judge.
+    fn decoded_string(&mut self) -> Option<(Raw<'a>, Option<Box<str>>)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        let body = self.bytes.get(start + 1..)?;
+        let first = special(body)?;
+        let decoded = if body[first] == b'"' {
+            self.at = start + first + 2;
+            None
+        } else {
+            let (end, text) = decoded(body)?;
+            let text = text.into_boxed_str();
+            self.at = start + end + 2;
+            Some(text)
+        };
+        let raw = Raw::checked(self.text.get(start..self.at)?);
+        debug_assert_eq!(
+            decoded.as_deref(),
+            decoded
+                .as_ref()
+                .and(crate::detect::node::unquote(raw.get()))
+                .as_deref()
+        );
+        Some((raw, decoded))
+    }
+
     fn escape(&mut self) -> Option<()> {
         match *self.bytes.get(self.at + 1)? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+            next if SIMPLE[usize::from(next)] != 0 => {
                 self.at += 2;
                 Some(())
             }
@@ -401,16 +442,9 @@ impl<'a> Scan<'a> {
 /// Where the first quote, backslash or control character of `bytes` is;
 /// `None` when there is none. Eight bytes at a time.
 pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut at = 0;
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?);
-        let quote = word ^ (ONES * u64::from(b'"'));
-        let slash = word ^ (ONES * u64::from(b'\\'));
-        let zero = |w: u64| w.wrapping_sub(ONES) & !w;
-        let control = word.wrapping_sub(ONES * 0x20) & !word;
-        let found = (zero(quote) | zero(slash) | control) & HIGH;
+        let found = special_mask(chunk.try_into().ok()?);
         if found != 0 {
             return Some(at + (found.trailing_zeros() / 8) as usize);
         }
@@ -418,8 +452,27 @@ pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
     }
     bytes[at..]
         .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .position(|&b| is_special(b))
         .map(|end| at + end)
+}
+
+/// Whether a string's byte ends a run of plain text: a quote, a backslash
+/// or a control character.
+pub(crate) fn is_special(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
+/// Eight bytes' special ones ([`is_special`]): the high bit of the lowest
+/// one's byte is the lowest bit set (bytes above it may be marked wrongly).
+pub(crate) fn special_mask(chunk: [u8; 8]) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let word = u64::from_le_bytes(chunk);
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let slash = word ^ (ONES * u64::from(b'\\'));
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (zero(quote) | zero(slash) | control) & HIGH
 }
 
 /// A value into a field of the matching type; `None` on a mismatch (a

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Bounds on what one payload can make toolgate read. The defaults are the
-/// contract's; a policy's `input_limits` changes them.
+/// documented ones (docs/policy.md); a policy's `input_limits` changes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {

@@ -21,6 +21,7 @@ pub mod stream;
 
 use serde::Serialize;
 
+pub(crate) use self::args::json_type;
 pub use self::args::{parse_arguments, parse_object};
 use self::collect::Collector;
 #[doc(hidden)]

@@ -8,13 +8,14 @@
 //! another way by an executor.
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::detect::fast::{is_special, special, special_mask};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 
 thread_local! {
@@ -45,6 +46,27 @@ impl Level {
 impl Drop for Level {
     fn drop(&mut self) {
         DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
+/// A string's text decoded in passing, taken once. Views compare equal
+/// whether or not it was: it is what the raw value says.
+#[derive(Default)]
+pub(crate) struct Decoded(Cell<Option<Box<str>>>);
+
+impl Decoded {
+    pub(crate) fn new(text: Option<Box<str>>) -> Decoded {
+        Decoded(Cell::new(text))
+    }
+
+    pub(crate) fn take(&self) -> Option<String> {
+        self.0.take().map(String::from)
+    }
+}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Decoded")
     }
 }
 
@@ -159,6 +181,10 @@ pub(crate) struct Obj<'a> {
     pub(crate) data: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) arguments: Option<Raw<'a>>,
+    /// The text of an `arguments` string, escapes decoded, when the fast
+    /// reader decoded it in passing; the first reading of it takes it.
+    #[serde(skip)]
+    pub(crate) arguments_text: Decoded,
     #[serde(borrow)]
     pub(crate) params: Option<Raw<'a>>,
     #[serde(borrow)]
@@ -438,30 +464,121 @@ pub(crate) fn parse_node(raw: Raw<'_>) -> Result<Node<'_>> {
 /// decoded; `None` when it is not one, or holds a surrogate escape that
 /// pairs with none (which serde's reader refuses for text).
 pub(crate) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
-    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
-    let Some(first) = backslash(inner.as_bytes()) else {
-        return Some(Cow::Borrowed(inner));
-    };
-    let mut out = String::with_capacity(inner.len());
-    let mut rest = inner;
-    let mut next = Some(first);
-    while let Some(at) = next {
-        out.push_str(&rest[..at]);
-        // `None` past the text, or inside a character: no valid escape.
-        let (decoded, used) = escape(rest.get(at + 1..)?)?;
-        out.push(decoded);
-        rest = rest.get(at + 1 + used..)?;
-        next = backslash(rest.as_bytes());
+    let body = literal.as_bytes().strip_prefix(b"\"")?;
+    let first = special(body)?;
+    if body[first] == b'"' {
+        return (first + 1 == body.len()).then(|| Cow::Borrowed(&literal[1..=first]));
     }
-    out.push_str(rest);
-    Some(Cow::Owned(out))
+    let (end, text) = decoded(body)?;
+    (end + 1 == body.len()).then_some(Cow::Owned(text))
 }
+
+thread_local! {
+    /// Where strings are decoded before they are copied out at their own
+    /// length: one buffer per thread, kept between documents.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most a thread keeps in [`SCRATCH`] between strings.
+const MAX_SCRATCH: usize = 1 << 20;
+
+/// A JSON string's text, escapes decoded, `body` starting past its opening
+/// quote: where its closing quote is, and the text; `None` as [`decode`].
+pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
+    let run = |scratch: &mut Vec<u8>| {
+        let (end, written) = decode(body, scratch)?;
+        let text = String::from_utf8(scratch[..written].to_vec()).ok()?;
+        if scratch.len() > MAX_SCRATCH {
+            *scratch = Vec::new();
+        }
+        Some((end, text))
+    };
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => run(&mut scratch),
+        // Already in use on this thread (never, today): a buffer of its own.
+        Err(_) => run(&mut Vec::new()),
+    })
+}
+
+/// Decode a JSON string's text into the start of `out`, `bytes` starting
+/// past its opening quote: where its closing quote is and how much was
+/// written, or `None` at a control character, an escape JSON does not
+/// have, a surrogate escape that pairs with none, or no closing quote.
+/// What is written is valid UTF-8 when `bytes` is: only ASCII bytes stop a
+/// run. `out` is used as a buffer, its whole length written over; it grows
+/// to twice the text at most.
+///
+/// Eight bytes at a time, each run copied whole and the write position
+/// moved only to where it stops: in text dense with escapes the runs are
+/// short, and a copy of their own length costs more than the run.
+fn decode(bytes: &[u8], out: &mut Vec<u8>) -> Option<(usize, usize)> {
+    let (mut at, mut written) = (0, 0);
+    loop {
+        // Room for a whole run, or a surrogate pair's four bytes.
+        if out.len() < written + 8 {
+            out.resize((2 * out.len()).max(written + 64), 0);
+        }
+        if let Some(chunk) = bytes.get(at..at + 8) {
+            let chunk: [u8; 8] = chunk.try_into().ok()?;
+            out.get_mut(written..written + 8)?.copy_from_slice(&chunk);
+            let found = special_mask(chunk);
+            if found == 0 {
+                at += 8;
+                written += 8;
+                continue;
+            }
+            let run = (found.trailing_zeros() / 8) as usize;
+            at += run;
+            written += run;
+        } else {
+            let rest = &bytes[at..];
+            let run = rest.iter().position(|&b| is_special(b))?;
+            out.get_mut(written..written + run)?
+                .copy_from_slice(&rest[..run]);
+            at += run;
+            written += run;
+        }
+        match bytes[at] {
+            b'"' => return Some((at, written)),
+            b'\\' => {
+                let simple = SIMPLE[usize::from(*bytes.get(at + 1)?)];
+                if simple == 0 {
+                    let (decoded, used) = escape(&bytes[at + 1..])?;
+                    let utf8 = decoded.len_utf8();
+                    decoded.encode_utf8(out.get_mut(written..written + utf8)?);
+                    written += utf8;
+                    at += 1 + used;
+                } else {
+                    *out.get_mut(written)? = simple;
+                    written += 1;
+                    at += 2;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// What each one-character escape (`\\n`) stands for, by the character
+/// after its backslash; 0 where there is none (`\\u` too).
+pub(crate) const SIMPLE: [u8; 256] = {
+    let mut table = [0; 256];
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table[b'/' as usize] = b'/';
+    table[b'b' as usize] = 0x08;
+    table[b'f' as usize] = 0x0c;
+    table[b'n' as usize] = b'\n';
+    table[b'r' as usize] = b'\r';
+    table[b't' as usize] = b'\t';
+    table
+};
 
 /// The character an escape stands for, given the text after its
 /// backslash, and how many bytes of that text it takes; `None` for an
 /// escape JSON does not have, or a surrogate that pairs with none.
-pub(crate) fn escape(after: &str) -> Option<(char, usize)> {
-    let decoded = match *after.as_bytes().first()? {
+fn escape(after: &[u8]) -> Option<(char, usize)> {
+    let decoded = match *after.first()? {
         b'"' => '"',
         b'\\' => '\\',
         b'/' => '/',
@@ -475,7 +592,7 @@ pub(crate) fn escape(after: &str) -> Option<(char, usize)> {
             if !(0xD800..=0xDBFF).contains(&unit) {
                 return Some((char::from_u32(unit)?, 5));
             }
-            let low = after.get(5..)?.strip_prefix("\\u").and_then(hex_unit)?;
+            let low = after.get(5..)?.strip_prefix(b"\\u").and_then(hex_unit)?;
             if !(0xDC00..=0xDFFF).contains(&low) {
                 return None;
             }
@@ -487,34 +604,11 @@ pub(crate) fn escape(after: &str) -> Option<(char, usize)> {
     Some((decoded, 1))
 }
 
-/// Where the first backslash of `bytes` is. Eight bytes at a time: in
-/// text dense with escapes, the runs between them are short, and a call
-/// to `memchr` per run costs more than the run.
-fn backslash(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().ok()?) ^ (ONES * u64::from(b'\\'));
-        let found = word.wrapping_sub(ONES) & !word & HIGH;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    bytes[at..]
-        .iter()
-        .position(|&b| b == b'\\')
-        .map(|end| at + end)
-}
-
 /// The four hex digits at the start of `text`, as a number.
-fn hex_unit(text: &str) -> Option<u32> {
-    let digits = text.get(..4)?;
-    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u32::from_str_radix(digits, 16).ok()
+fn hex_unit(text: &[u8]) -> Option<u32> {
+    text.get(..4)?.iter().try_fold(0, |unit, &digit| {
+        Some(unit << 4 | char::from(digit).to_digit(16)?)
+    })
 }
 
 /// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
@@ -565,11 +659,69 @@ mod tests {
         }
     }
 
-    /// An `Obj` is allocated per object of a payload: small enough for the
-    /// allocators' fast size classes (glibc serves chunks under 1 KiB from
-    /// its small bins).
+    proptest::proptest! {
+        /// Any text, written by serde (its escapes) or by hand (every
+        /// escape JSON has, `\u` ones included), reads back as serde reads
+        /// it: runs that end at every offset of the eight-byte chunks,
+        /// characters of every width across their edges.
+        #[test]
+        fn decode_reads_what_serde_reads(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[a-z ]{0,11}").unwrap(),
+                    proptest::string::string_regex("[\\x00-\\x1f\"\\\\/é中😀]{1,3}").unwrap(),
+                    proptest::sample::select(vec![
+                        r"\u00e9".to_owned(), r"\ud83d\ude00".to_owned(), r"\/".to_owned(),
+                        r"\ud83d".to_owned(), r"\x".to_owned(), "\u{1}".to_owned(),
+                    ]),
+                ],
+                0..24,
+            ),
+            by_serde in proptest::bool::ANY,
+        ) {
+            let text: String = pieces.concat();
+            let literal = if by_serde {
+                serde_json::to_string(&text).unwrap()
+            } else {
+                // Hand-written: the pieces' own backslashes are escapes,
+                // and quotes are escaped so the literal ends where it should.
+                format!("\"{}\"", text.replace('"', "\\\""))
+            };
+            let serde = serde_json::from_str::<String>(&literal).ok();
+            proptest::prop_assert_eq!(
+                super::unquote(&literal).map(std::borrow::Cow::into_owned),
+                serde.clone(),
+                "{}", literal
+            );
+            // A literal that ends early is one serde refuses (text after
+            // it); a control character is serde's to refuse, and the
+            // decoder's.
+            let decoded = super::decoded(&literal.as_bytes()[1..])
+                .filter(|(end, _)| end + 2 == literal.len())
+                .map(|(_, text)| text);
+            proptest::prop_assert_eq!(decoded, serde, "{}", literal);
+        }
+    }
+
+    /// Long text and short text through the per-thread buffer, one after
+    /// the other: each reads as serde reads it.
     #[test]
-    fn an_obj_stays_under_a_kibibyte() {
-        assert!(std::mem::size_of::<super::Obj<'_>>() <= 1000);
+    fn long_and_short_texts_decode_in_turn() {
+        let long = "l\"\\\n".repeat(3000);
+        for text in [long.as_str(), "short \"one\"", long.as_str(), "é\t"] {
+            let literal = serde_json::to_string(text).unwrap();
+            let (end, decoded) = super::decoded(&literal.as_bytes()[1..]).unwrap();
+            assert_eq!((end + 2, decoded.as_str()), (literal.len(), text));
+        }
+    }
+
+    /// An `Obj` is allocated per object of a payload: small enough for the
+    /// allocators' fast size classes (glibc's per-thread cache takes
+    /// requests up to 1032 bytes, mimalloc's small pages blocks up to
+    /// 1 KiB).
+    #[test]
+    fn an_obj_stays_within_a_kibibyte() {
+        let size = std::mem::size_of::<super::Obj<'_>>();
+        assert!(size <= 1024, "{size}");
     }
 }

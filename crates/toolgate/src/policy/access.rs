@@ -1,4 +1,4 @@
-//! Who may call what (CONTRACT section 6): callers, roles, CEL rules on the
+//! Who may call what (docs/policy.md, "Who may call what"): callers, roles, CEL rules on the
 //! arguments, and per-tool rate limits. Rules are compiled at load; a rule
 //! that names a variable other than `args`, `tool` and `caller` (or one a
 //! macro such as `all(r, ...)` binds, within that macro) can never hold, so
@@ -20,6 +20,14 @@ use serde_json::{Map, Value};
 
 use crate::policy::names::{NameSet, ToolIndex};
 use crate::policy::Problem;
+
+/// The keys of a caller entry, a role, a rule and a rate limit: exactly
+/// the fields their structs below accept (a test holds them equal), for
+/// the policy's JSON Schema.
+pub(crate) const CALLER_KEYS: [&str; 4] = ["id", "key_sha256", "roles", "attributes"];
+pub(crate) const ROLE_KEYS: [&str; 2] = ["allow", "forbid"];
+pub(crate) const RULE_KEYS: [&str; 3] = ["tool", "when", "message"];
+pub(crate) const LIMIT_ENTRY_KEYS: [&str; 4] = ["tool", "max", "per", "by"];
 
 /// One configured caller. Its API key is never stored, only its SHA-256.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -441,6 +449,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The fields serde names when it refuses an unknown one.
+    fn fields<T: serde::de::DeserializeOwned + std::fmt::Debug>() -> Vec<String> {
+        let err = serde_json::from_value::<T>(json!({"not a field": 1})).unwrap_err();
+        let text = err.to_string();
+        let listed = &text[text.find("expected").expect("serde lists the fields")..];
+        listed
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_key_tables_are_the_fields_the_structs_accept() {
+        assert_eq!(fields::<CallerEntry>(), CALLER_KEYS);
+        assert_eq!(fields::<RoleText>(), ROLE_KEYS);
+        assert_eq!(fields::<RuleText>(), RULE_KEYS);
+        assert_eq!(fields::<LimitText>(), LIMIT_ENTRY_KEYS);
+    }
 
     #[test]
     fn windows_and_arguments() {

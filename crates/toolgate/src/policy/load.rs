@@ -18,7 +18,7 @@ use crate::policy::{
 };
 
 /// Every top-level key, canonical spelling first, then the seed aliases.
-const TOP_KEYS: [(&str, &[&str]); 25] = [
+pub(crate) const TOP_KEYS: [(&str, &[&str]); 26] = [
     ("tools", &[]),
     ("tools_file", &[]),
     ("allowed_functions", &[]),
@@ -44,20 +44,22 @@ const TOP_KEYS: [(&str, &[&str]); 25] = [
     ("gateway", &[]),
     ("audit", &[]),
     ("mcp", &[]),
+    // The JSON Schema an editor checks the file against; not read.
+    ("$schema", &[]),
 ];
 
-const NORMALIZE_KEYS: [&str; 3] = [
+pub(crate) const NORMALIZE_KEYS: [&str; 3] = [
     "strip_empty_values",
     "strip_placeholder_strings",
     "placeholder_strings",
 ];
-const LIMIT_KEYS: [&str; 4] = [
+pub(crate) const LIMIT_KEYS: [&str; 4] = [
     "max_payload_bytes",
     "max_depth",
     "max_calls",
     "max_argument_bytes",
 ];
-const GATEWAY_KEYS: [&str; 11] = [
+pub(crate) const GATEWAY_KEYS: [&str; 11] = [
     "upstream",
     "upstream_key",
     "listen",
@@ -70,9 +72,9 @@ const GATEWAY_KEYS: [&str; 11] = [
     "header_read_timeout",
     "body_read_timeout",
 ];
-const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
-const MCP_KEYS: [&str; 3] = ["servers", "pin_tools", "pins"];
-const MCP_SERVER_KEYS: [&str; 2] = ["name", "url"];
+pub(crate) const AUDIT_KEYS: [&str; 4] = ["sqlite", "jsonl", "postgres", "redact"];
+pub(crate) const MCP_KEYS: [&str; 3] = ["servers", "pin_tools", "pins"];
+pub(crate) const MCP_SERVER_KEYS: [&str; 2] = ["name", "url"];
 
 /// Bounds on reading a policy or tools file: generous, but bounded.
 const FILE_LIMITS: Limits = Limits {
@@ -417,6 +419,7 @@ impl Loader<'_> {
     }
 
     /// Callers, roles, rules and rate limits (CONTRACT section 6).
+    /// Callers, roles, rules and rate limits (docs/policy.md, "Who may call what").
     fn access(&mut self, keys: &HashMap<&'static str, (&str, &Value)>) -> Access {
         let get = |key: &str| keys.get(key).map(|(spelling, value)| (*spelling, *value));
         let mut access = Access::default();

@@ -8,6 +8,7 @@
 
 pub mod access;
 mod gemini;
+mod json_schema;
 mod load;
 pub mod names;
 pub mod schema;
@@ -22,6 +23,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use self::access::Access;
+pub use self::json_schema::json_schema;
 pub(crate) use self::load::declare;
 use self::names::{Keyed, NameSet};
 use self::schema::ArgumentSchema;
@@ -59,7 +61,7 @@ pub struct Policy {
     pub(crate) gateway: GatewaySettings,
     pub(crate) audit: AuditSettings,
     pub(crate) mcp: McpSettings,
-    /// Callers, roles, rules and rate limits (CONTRACT section 6).
+    /// Callers, roles, rules and rate limits (docs/policy.md, "Who may call what").
     pub(crate) access: Access,
     /// What `policy lint` warns about: the policy loads and applies them
     /// as written.
@@ -408,6 +410,13 @@ impl Policy {
     pub fn declared_tools(&self) -> &[String] {
         self.declared.names()
     }
+}
+
+/// Read a policy's keys from YAML or JSON text without compiling them
+/// (duplicate keys refused): for fronts that keep a policy's source to
+/// compile it again with some keys changed (the Python bindings).
+pub fn parse_text(text: &str) -> Result<Value, PolicyError> {
+    load::parse_text(text).map_err(|problem| PolicyError::Invalid(vec![problem]))
 }
 
 /// Read a policy file's keys without compiling them: YAML or JSON, duplicate

@@ -16,7 +16,7 @@ pub struct ArgumentSchema {
     validator: Validator,
 }
 
-/// A schema failure, in contract terms.
+/// A schema failure, in the documented terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaFailure {
     /// A JSON Pointer into the arguments (`""` for the whole object).
