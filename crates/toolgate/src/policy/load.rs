@@ -418,7 +418,6 @@ impl Loader<'_> {
         }
     }
 
-    /// Callers, roles, rules and rate limits (CONTRACT section 6).
     /// Callers, roles, rules and rate limits (docs/policy.md, "Who may call what").
     fn access(&mut self, keys: &HashMap<&'static str, (&str, &Value)>) -> Access {
         let get = |key: &str| keys.get(key).map(|(spelling, value)| (*spelling, *value));
