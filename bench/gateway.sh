@@ -199,11 +199,28 @@ scrape() { # addr file
   python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' \
     "http://$1/metrics" > "$2"
 }
+# Wait until a gateway's audit index has caught up with its log (at most
+# two minutes), so that a run at a fixed rate is not also paying for the
+# index writes a closed-loop run before it left behind; print the wait.
+settled() { # addr
+  python3 - "http://$1/metrics" <<'PY'
+import re, sys, time, urllib.request
+began = time.monotonic()
+while True:
+    text = urllib.request.urlopen(sys.argv[1]).read().decode()
+    lag = re.search(r"^toolgate_audit_index_lag_bytes\s+(\S+)", text, re.M)
+    if lag is None or float(lag.group(1)) == 0 or time.monotonic() - began > 120:
+        break
+    time.sleep(0.1)
+print(f"{time.monotonic() - began:.1f} s for the audit index to catch up", end="")
+PY
+}
 run() { # label addr path body rate [load flags...]
-  local label="$1" addr="$2" path="$3" body="$4" at="$5" name
+  local label="$1" addr="$2" path="$3" body="$4" at="$5" name waited=""
   shift 5
   name="$(echo "$label" | tr ' =' '__')"
-  echo "$label (load average $(cut -d' ' -f1-3 /proc/loadavg))" | tee -a "$out/load.txt" >&2
+  case "$label" in *gateway*) waited=", $(settled "$addr")" ;; esac
+  echo "$label (load average $(cut -d' ' -f1-3 /proc/loadavg)$waited)" | tee -a "$out/load.txt" >&2
   # A gateway's own histograms before and after: where its time goes.
   case "$label" in *gateway*) scrape "$addr" "$out/metrics/$name.before" ;; esac
   "$load" --label "$label" --url "http://$addr$path" --body "$body" \
