@@ -23,7 +23,8 @@
 //!   `toolgate_audit_groups_total` and `toolgate_audit_records_total`: the
 //!   groups written and the records in them;
 //!   `toolgate_audit_index_lag_bytes`: how far the SQLite index is behind
-//!   the audit log.
+//!   the audit log; `toolgate_audit_index_unsynced_bytes`: how far its last
+//!   completed checkpoint is.
 
 use std::time::Duration;
 
@@ -89,7 +90,8 @@ pub struct AuditMetrics {
     commit_seconds: Histogram,
     pub(crate) groups: Counter,
     pub(crate) records: Counter,
-    pub(crate) index_lag: Gauge,
+    index_lag: Gauge,
+    index_unsynced: Gauge,
 }
 
 impl Default for AuditMetrics {
@@ -99,11 +101,19 @@ impl Default for AuditMetrics {
             groups: Counter::default(),
             records: Counter::default(),
             index_lag: Gauge::default(),
+            index_unsynced: Gauge::default(),
         }
     }
 }
 
 impl AuditMetrics {
+    /// How far the index is behind the log: not indexed, and not synced.
+    pub(crate) fn index_behind(&self, shared: &crate::audit::log::Shared) {
+        let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.index_lag.set(bytes(shared.lag()));
+        self.index_unsynced.set(bytes(shared.unsynced()));
+    }
+
     /// A group of `records` was written in `took`.
     pub(crate) fn group(&self, records: usize, took: Duration) {
         self.groups.inc();
@@ -184,6 +194,11 @@ impl Default for Metrics {
             "audit_index_lag_bytes",
             "Audit log bytes not yet in the SQLite index",
             audit.index_lag.clone(),
+        );
+        registry.register(
+            "audit_index_unsynced_bytes",
+            "Audit log bytes the SQLite index's last completed checkpoint does not cover",
+            audit.index_unsynced.clone(),
         );
         Metrics {
             registry,

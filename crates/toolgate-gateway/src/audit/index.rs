@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::log::{self, Shared, Work};
 use super::sqlite::SqliteIndex;
+use crate::metrics::AuditMetrics;
 
 /// How often the index is synced and indexed segments let go.
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
@@ -36,7 +37,7 @@ const NICE: i32 = 10;
 pub(crate) fn spawn(
     shared: Arc<Shared>,
     index: SqliteIndex,
-    lag: prometheus_client::metrics::gauge::Gauge,
+    metrics: AuditMetrics,
 ) -> Result<(), String> {
     let position = shared.indexed();
     let indexer = Indexer {
@@ -46,7 +47,7 @@ pub(crate) fn spawn(
         // Nothing is let go before a checkpoint of this run completes.
         synced: 0,
         checkpointed: Instant::now(),
-        lag,
+        metrics,
     };
     std::thread::Builder::new()
         .name("toolgate-audit-index".into())
@@ -69,7 +70,7 @@ struct Indexer {
     /// Where the last record indexed and synced ends.
     synced: u64,
     checkpointed: Instant,
-    lag: prometheus_client::metrics::gauge::Gauge,
+    metrics: AuditMetrics,
 }
 
 impl Indexer {
@@ -128,8 +129,7 @@ impl Indexer {
         self.index.insert(&records, to)?;
         self.position = to;
         self.shared.index_reached(to);
-        self.lag
-            .set(i64::try_from(self.shared.lag()).unwrap_or(i64::MAX));
+        self.metrics.index_behind(&self.shared);
         Ok(())
     }
 
@@ -143,7 +143,6 @@ impl Indexer {
         }
         self.shared.synced(self.synced);
         self.shared.prepare_spare();
-        self.lag
-            .set(i64::try_from(self.shared.lag()).unwrap_or(i64::MAX));
+        self.metrics.index_behind(&self.shared);
     }
 }

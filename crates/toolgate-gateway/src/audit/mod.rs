@@ -23,7 +23,7 @@
 
 mod index;
 mod jsonl;
-mod log;
+pub(crate) mod log;
 mod pipeline;
 mod postgres;
 mod queue;
@@ -248,7 +248,7 @@ impl Audit {
         let position = index.position().map_err(ConfigError)?;
         let log = log::LogStore::open(&log_dir(path), position).map_err(ConfigError)?;
         let shared = log.shared();
-        index::spawn(Arc::clone(&shared), index, metrics.index_lag.clone()).map_err(ConfigError)?;
+        index::spawn(Arc::clone(&shared), index, metrics.clone()).map_err(ConfigError)?;
         let queue = Queue::new(QUEUE);
         pipeline::spawn(log, &queue, metrics)
             .map_err(|err| ConfigError(format!("cannot start the audit writers: {err}")))?;

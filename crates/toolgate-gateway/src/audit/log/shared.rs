@@ -152,6 +152,13 @@ impl Shared {
         state.durable.saturating_sub(state.indexed)
     }
 
+    /// Durable log bytes the synced index does not cover yet (its
+    /// checkpoint is behind them).
+    pub(crate) fn unsynced(&self) -> u64 {
+        let state = self.state();
+        state.durable.saturating_sub(state.synced)
+    }
+
     /// The indexer's pause between transactions: `wait`, or less when
     /// someone waits for the index or the writer stops.
     pub(crate) fn pause(&self, wait: Duration) {
