@@ -16,29 +16,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 target="${CARGO_TARGET_DIR:-$HOME/.cache/toolgate/target}"
 TOOLGATE="${TOOLGATE:-$target/debug/toolgate}"
 PYTHON="${PYTHON:-$HOME/.cache/toolgate/mcp-venv/bin/python}"
-for bin in "$TOOLGATE" "$PYTHON"; do
-    if [ ! -x "$bin" ]; then
-        echo "tests/mcp/run.sh: $bin is missing or not executable" >&2
-        exit 2
-    fi
-done
+SCRIPT=tests/mcp/run.sh
+# shellcheck source=../support/servers.sh
+. "$here/../support/servers.sh"
+require_executables "$TOOLGATE" "$PYTHON"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/toolgate-mcp.XXXXXX")"
-server_pid=""
-gate_pid=""
 stop() {
-    local pid
-    for pid in "$gate_pid" "$server_pid"; do
-        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            for _ in $(seq 50); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.1
-            done
-            kill -KILL "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
+    stop_servers
     rm -rf "$work"
 }
 trap stop EXIT
@@ -69,7 +54,7 @@ server_port="$(free_port)"
 export MCP_RECORD="$work/http-record.jsonl"
 : >"$MCP_RECORD"
 "$PYTHON" "$here/server.py" --http "$server_port" >"$work/server.log" 2>&1 &
-server_pid=$!
+track $!
 wait_port "$server_port" || { echo "tests/mcp/run.sh: the MCP server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
 
 sed -e "s#@PORT@#$server_port#" -e "s#@PINS@#$work/pins.json#" -e "s#@AUDIT@#$work/audit.db#" \
@@ -77,7 +62,7 @@ sed -e "s#@PORT@#$server_port#" -e "s#@PINS@#$work/pins.json#" -e "s#@AUDIT@#$wo
 gate_port="$(free_port)"
 (cd "$work" && exec "$TOOLGATE" serve --policy "$work/policy.yaml" --listen "127.0.0.1:$gate_port") \
     >"$work/toolgate.log" 2>&1 &
-gate_pid=$!
+track $!
 wait_port "$gate_port" || { echo "tests/mcp/run.sh: toolgate serve did not start:" >&2; cat "$work/toolgate.log" >&2; exit 1; }
 
 echo "tests/mcp/run.sh: MCP server on $server_port, toolgate serve on $gate_port"

@@ -22,62 +22,19 @@ TOOLGATE="${TOOLGATE:-$target/debug/toolgate}"
 MOCK_UPSTREAM="${MOCK_UPSTREAM:-$target/debug/examples/mock_upstream}"
 PYTHON="${PYTHON:-$HOME/.cache/toolgate/sdk-venv/bin/python}"
 
-for bin in "$TOOLGATE" "$MOCK_UPSTREAM" "$PYTHON"; do
-    if [ ! -x "$bin" ]; then
-        echo "tests/sdk/run.sh: $bin is missing or not executable" >&2
-        exit 2
-    fi
-done
+SCRIPT=tests/sdk/run.sh
+# shellcheck source=../support/servers.sh
+. "$here/../support/servers.sh"
+require_executables "$TOOLGATE" "$MOCK_UPSTREAM" "$PYTHON"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/toolgate-sdk.XXXXXX")"
-mock_pid=""
-gate_pid=""
-
 stop() {
-    local pid
-    for pid in "$gate_pid" "$mock_pid"; do
-        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-        fi
-    done
-    for pid in "$gate_pid" "$mock_pid"; do
-        if [ -n "$pid" ]; then
-            # Give each a few seconds to stop on its own, then insist.
-            for _ in $(seq 50); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.1
-            done
-            kill -KILL "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
+    stop_servers
     rm -rf "$work"
 }
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-# The address a server printed as `... listening on http://ADDR...` in LOG,
-# once it has; fails after about 20 s or if the process PID ended.
-listening_on() {
-    local log="$1" pid="$2" name="$3" addr
-    for _ in $(seq 200); do
-        addr="$(sed -n 's#.*listening on http://\([^ ,]*\).*#\1#p' "$log" | head -n 1)"
-        if [ -n "$addr" ]; then
-            echo "$addr"
-            return 0
-        fi
-        if ! kill -0 "$pid" 2>/dev/null; then
-            echo "tests/sdk/run.sh: $name exited before listening:" >&2
-            cat "$log" >&2
-            return 1
-        fi
-        sleep 0.1
-    done
-    echo "tests/sdk/run.sh: $name did not start listening in time:" >&2
-    cat "$log" >&2
-    return 1
-}
 
 # Wait until URL answers 200 (about 20 s at most).
 wait_healthy() {
@@ -103,8 +60,8 @@ PY
 
 # The mock upstream, on a port the system picks.
 MOCK_PAUSE_MS="${MOCK_PAUSE_MS:-2}" "$MOCK_UPSTREAM" 127.0.0.1:0 >"$work/mock.log" 2>&1 &
-mock_pid=$!
-mock_addr="$(listening_on "$work/mock.log" "$mock_pid" "the mock upstream")"
+track $!
+mock_addr="$(listening_on "$work/mock.log" $! "the mock upstream")"
 
 # The policy, with its audit database in the temporary directory.
 audit_db="$work/audit.db"
@@ -118,8 +75,8 @@ fi
 # it writes lands in the work tree.
 (cd "$work" && exec "$TOOLGATE" serve --policy "$work/policy.yaml" \
     --listen 127.0.0.1:0 --upstream "http://$mock_addr") >"$work/toolgate.log" 2>&1 &
-gate_pid=$!
-gate_addr="$(listening_on "$work/toolgate.log" "$gate_pid" "toolgate serve")"
+track $!
+gate_addr="$(listening_on "$work/toolgate.log" $! "toolgate serve")"
 wait_healthy "http://$gate_addr/healthz"
 
 echo "tests/sdk/run.sh: mock upstream on $mock_addr, toolgate serve on $gate_addr"
