@@ -211,6 +211,54 @@ fn declared_tools_compiled_once_judge_like_the_payloads_own() {
     assert_eq!(bad.violations()[0].code.as_str(), "invalid_tool_schema");
 }
 
+/// A request that declares a tool with the very parameters the policy
+/// declares for it (an agent sending its own tool list through a gateway
+/// that knows them) is checked once against them: each failure reported
+/// once. Parameters that differ, even slightly, are both checked.
+#[test]
+fn a_request_declaring_the_policys_own_parameters_is_checked_once() {
+    let parameters = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": false});
+    let policy = Policy::from_value(
+        &json!({"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": parameters}}]}),
+        None,
+    )
+    .unwrap();
+    let call = |tools: Value| {
+        let request = json!({
+            "messages": [{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"town\": \"Paris\"}"}}]}],
+            "tools": tools,
+        });
+        let verdict = policy.check(&serde_json::to_vec(&request).unwrap());
+        verdict
+            .violations
+            .iter()
+            .map(|v| {
+                (
+                    v.code.as_str().to_owned(),
+                    v.path.clone().unwrap_or_default(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let same = json!([{"type": "function", "function": {"name": "get_weather", "parameters": parameters}}]);
+    assert_eq!(
+        call(same),
+        [
+            ("schema_violation".to_owned(), "/town".to_owned()),
+            ("schema_violation".to_owned(), "/city".to_owned())
+        ]
+    );
+    let mut looser = parameters.clone();
+    looser["additionalProperties"] = json!(true);
+    let other =
+        json!([{"type": "function", "function": {"name": "get_weather", "parameters": looser}}]);
+    // The policy's: `city` missing and `town` unexpected; the request's:
+    // `city` missing.
+    assert_eq!(call(other).len(), 3);
+}
+
 /// Seed 002's argument authorization, as `examples/argument-authorization`
 /// writes it: a CEL `all` macro over the recipients. Every recipient inside
 /// the organization passes; one outside is refused, never echoed.

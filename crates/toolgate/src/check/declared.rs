@@ -55,6 +55,7 @@ impl RequestTools {
         declare(
             &mut specs,
             &mut own,
+            Some(&policy.tools),
             decls,
             policy.validate_formats,
             &mut problems,

@@ -626,6 +626,7 @@ impl Loader<'_> {
         declare(
             &mut policy.tools,
             &mut policy.declared,
+            None,
             decls,
             validate_formats,
             &mut self.problems,
@@ -710,10 +711,15 @@ fn same_tool(path: &str, first: &str, second: &str) -> Problem {
 }
 
 /// Add declared tools to `tools` and `declared`, compiling their schemas.
-/// Shared by policy loading and by tools a request declares.
+/// Shared by policy loading and by tools a request declares; for those,
+/// `known` holds the policy's own, and a tool that declares the very
+/// parameters the policy declares for it keeps no schema of its own (the
+/// policy's already checks its calls, and would report every failure
+/// twice).
 pub(crate) fn declare(
     tools: &mut ToolTable,
     declared: &mut NameSet,
+    known: Option<&ToolTable>,
     decls: Vec<(String, ToolDecl)>,
     validate_formats: bool,
     problems: &mut Vec<Problem>,
@@ -736,15 +742,25 @@ pub(crate) fn declare(
                 None => spec.takes_no_arguments = true,
                 Some(parameters) => {
                     spec.takes_no_arguments = declares_no_parameters(parameters);
-                    match ArgumentSchema::compile(parameters, validate_formats) {
-                        Ok(schema) => spec.schema = Some(schema),
-                        Err(why) => problems.push(
-                            Problem::new(
-                                &path,
-                                format!("tool '{}' has an invalid schema: {why}", decl.name),
-                            )
-                            .for_tool(&decl.name),
-                        ),
+                    let checked = known.is_some_and(|known| {
+                        known.find(&decl.name).iter().any(|own| {
+                            own.is_function() && own.parameters.as_ref() == Some(parameters)
+                        })
+                    });
+                    if !checked {
+                        match ArgumentSchema::compile(parameters, validate_formats) {
+                            Ok(schema) => {
+                                spec.schema = Some(schema);
+                                spec.parameters = Some(parameters.clone());
+                            }
+                            Err(why) => problems.push(
+                                Problem::new(
+                                    &path,
+                                    format!("tool '{}' has an invalid schema: {why}", decl.name),
+                                )
+                                .for_tool(&decl.name),
+                            ),
+                        }
                     }
                 }
             }

@@ -16,6 +16,8 @@ pub(crate) struct ToolSpec {
     pub(crate) takes_no_arguments: bool,
     /// The declared `parameters`, compiled (function tools only).
     pub(crate) schema: Option<ArgumentSchema>,
+    /// The declared `parameters` as written, when compiled.
+    pub(crate) parameters: Option<serde_json::Value>,
 }
 
 impl ToolSpec {
@@ -26,6 +28,7 @@ impl ToolSpec {
             kind,
             takes_no_arguments: false,
             schema: None,
+            parameters: None,
         }
     }
 
