@@ -10,7 +10,9 @@
 //!
 //! Which objects are rows: one with `output` and an object `policy`
 //! (other keys ignored, as before rows had names), or one with `output`
-//! and `id`, `name` or `metadata` whose keys are all row keys. Anything
+//! and `id`, `name` or `metadata` whose keys are all row keys (the
+//! dataset annotations of eval tools, such as `expected` and `tags`,
+//! among them, never judged). Anything
 //! else is a payload (a Responses API response holds `id` and `output`
 //! beside `object`, `model`, ...; a span holds only `input` and `output`).
 
@@ -286,6 +288,20 @@ enum RowKey {
     Name,
     Metadata,
     Input,
+    /// What eval tools' datasets annotate a case with, never judged: the
+    /// expected answer (`expected`, `expected_output`, `reference`,
+    /// `ideal`), `tags`, `scores`, `description`. No wire format puts them
+    /// beside `output`.
+    #[serde(
+        alias = "expected",
+        alias = "expected_output",
+        alias = "reference",
+        alias = "ideal",
+        alias = "tags",
+        alias = "scores",
+        alias = "description"
+    )]
+    Annotation,
     #[serde(other)]
     Other,
 }
@@ -324,6 +340,10 @@ impl<'de> serde::de::Visitor<'de> for RowVisitor {
                     if std::mem::replace(&mut row.input, true) {
                         return Ok(Err(RowError::Twice("input")));
                     }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+                RowKey::Annotation => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                     continue;
                 }

@@ -224,6 +224,10 @@ fn rows_are_named_by_their_id_and_name_and_never_read_as_calls() {
         json!({"id": ["no"], "output": good}).to_string(),
         r#"{"name": "twice", "output": {}, "output": {}}"#.to_owned(),
         json!({"name": "scenario", "output": good, "policy": {"expectd": ["x"]}}).to_string(),
+        // Eval tools' annotations beside a row's keys are not calls either.
+        json!({"name": "annotated", "input": "hi", "output": good, "expected": {"name": "refund"},
+               "expected_output": "done", "tags": ["a"], "reference": "r", "ideal": "i",
+               "scores": {"x": 1}, "description": "d"}).to_string(),
     ]
     .join("\n");
     let mut out = Vec::new();
@@ -231,7 +235,8 @@ fn rows_are_named_by_their_id_and_name_and_never_read_as_calls() {
     // "refund flow" is the trace's name: no tool of that name was called.
     assert!(!s.tools.contains_key("refund flow"), "{:?}", s.tools.keys());
     assert!(!s.tools.contains_key("x"), "a row's input is not judged");
-    assert_eq!((s.traces, s.passed, s.bad_lines), (2, 1, 4));
+    assert!(!s.tools.contains_key("annotated") && !s.tools.contains_key("refund"));
+    assert_eq!((s.traces, s.passed, s.bad_lines), (3, 2, 4));
     assert_eq!(s.failing[0].id.as_deref(), Some("t-2"));
     assert_eq!(s.failing[0].name.as_deref(), Some("cleanup"));
     assert_eq!(s.failing[0].label(), "t-2");
