@@ -3,6 +3,7 @@ Streamable HTTP (both protocol versions) and over stdio. Each refused call
 is proved never to have run: the server records every tool it runs."""
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -451,6 +452,17 @@ def open_session(http: httpx2.Client, url: str) -> str:
     return session
 
 
+@contextlib.contextmanager
+def hand_session(url: str):
+    """A client and a session opened by hand at `url`, ended (DELETE) after."""
+    with httpx2.Client(timeout=20) as http:
+        session = open_session(http, url)
+        try:
+            yield http, session
+        finally:
+            http.delete(url, headers={**SSE, "Mcp-Session-Id": session})
+
+
 def call(http, url, session, id_, name, arguments):
     body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
     return http.post(url, json=body, headers={**SSE, "Mcp-Session-Id": session})
@@ -491,8 +503,7 @@ def cut_call(http: httpx2.Client, session: str, id_: int, city: str) -> str:
 
 
 def test_delete_ends_the_session_at_the_server_and_the_gateway():
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, GATE)
+    with hand_session(GATE) as (http, session):
         good = call(http, GATE, session, 1, "get_weather", {"city": "Bern"})
         assert good.status_code == 200
         assert "Sunny in Bern" in json.dumps(answers_of(good))
@@ -516,8 +527,7 @@ def test_delete_ends_the_session_at_the_server_and_the_gateway():
 
 
 def test_resuming_with_last_event_id_replays_the_checked_result_with_its_id():
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, RESUMABLE)
+    with hand_session(RESUMABLE) as (http, session):
         for id_, city in [(1, "Tromso"), (2, "broken")]:
             priming = cut_call(http, session, id_, city)
             # What the server itself replays (its store keeps every event).
@@ -544,12 +554,10 @@ def test_resuming_with_last_event_id_replays_the_checked_result_with_its_id():
                 again = replay(http, RESUMABLE, session, priming, id_)
                 assert [e["id"] for e in again if e["data"]] == [raw_answer[0]["id"]]
                 assert "error" in again[0]["data"] and "hot" not in json.dumps(again)
-        http.delete(RESUMABLE, headers={**SSE, "Mcp-Session-Id": session})
 
 
 def test_a_deleted_session_cannot_be_resumed_through_the_gateway():
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, RESUMABLE)
+    with hand_session(RESUMABLE) as (http, session):
         priming = cut_call(http, session, 1, "Narvik")
         assert http.delete(RESUMABLE, headers={**SSE, "Mcp-Session-Id": session}).status_code == 200
         headers = {**SSE, "Accept": "text/event-stream", "Mcp-Session-Id": session, "Last-Event-ID": priming}
@@ -562,24 +570,19 @@ def test_a_deleted_session_cannot_be_resumed_through_the_gateway():
     "the gateway forgets a request once its answer has passed; the same answer "
     "replayed again (a resumed stream that dropped too) is replaced with -32603"))
 def test_a_valid_result_replayed_again_is_passed_on_again():
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, RESUMABLE)
+    with hand_session(RESUMABLE) as (http, session):
         priming = cut_call(http, session, 1, "Bodo")
-        try:
-            for _ in range(2):
-                events = replay(http, RESUMABLE, session, priming, 1)
-                answer = [e["data"] for e in events if e["data"] and e["data"].get("id") == 1]
-                assert answer and answer[0].get("result", {}).get("structuredContent") == {"temperature": 21}, answer
-        finally:
-            http.delete(RESUMABLE, headers={**SSE, "Mcp-Session-Id": session})
+        for _ in range(2):
+            events = replay(http, RESUMABLE, session, priming, 1)
+            answer = [e["data"] for e in events if e["data"] and e["data"].get("id") == 1]
+            assert answer and answer[0].get("result", {}).get("structuredContent") == {"temperature": 21}, answer
 
 
 @pytest.mark.xfail(strict=True, reason=(
     "the gateway reads a response with \"id\": null as no JSON-RPC at all and "
     "replaces the server's error with its own -32603 (the 404 status passes)"))
 def test_the_servers_error_for_an_ended_session_is_passed_on():
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, GATE)
+    with hand_session(GATE) as (http, session):
         listed = http.post(GATE, json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"},
                            headers={**SSE, "Mcp-Session-Id": session})
         assert "get_weather" in listed.text
@@ -597,8 +600,7 @@ def test_the_servers_error_for_an_ended_session_is_passed_on():
     "(its own tools/list failed), not the server's 404"))
 def test_an_ended_session_is_reported_before_any_list():
     fresh = GATE.rsplit("/", 1)[0] + "/fresh-ended"
-    with httpx2.Client(timeout=20) as http:
-        session = open_session(http, fresh)
+    with hand_session(fresh) as (http, session):
         assert http.delete(fresh, headers={**SSE, "Mcp-Session-Id": session}).status_code == 200
         before = len(ran(HTTP_RECORD))
         through = call(http, fresh, session, 1, "get_weather", {"city": "Bern"})
