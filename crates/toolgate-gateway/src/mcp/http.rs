@@ -84,7 +84,7 @@ pub(crate) async fn post(
         request_id: request::request_id(&headers),
     };
     let scope = scope(&headers);
-    let (forward, answers, keys) = steps(
+    let (forward, answers, keys) = match steps(
         &gw,
         &gate,
         &headers,
@@ -93,24 +93,16 @@ pub(crate) async fn post(
         &who,
         &scope,
     )
-    .await;
+    .await
+    {
+        Steps::Checked(forward, answers, keys) => (forward, answers, keys),
+        Steps::Refused(mut response) => {
+            tag(&mut response, &who.request_id);
+            return response;
+        }
+    };
     if !answers.is_empty() {
-        // A refused message answers the whole request: in a batch, the
-        // others are not sent either.
-        let not_sent = forward
-            .iter()
-            .filter_map(|(_, id)| id.as_deref())
-            .map(|id| {
-                gate.answered(&scope, id);
-                message::error(
-                    Some(id),
-                    message::INVALID_REQUEST,
-                    "toolgate: not sent, another message of this batch was refused",
-                    None,
-                )
-            });
-        let all: Vec<String> = answers.into_iter().chain(not_sent).collect();
-        let mut response = json_response(StatusCode::OK, Body::write(parsed.batch, &all));
+        let mut response = refused(&gate, &scope, &forward, answers, parsed.batch);
         tag(&mut response, &who.request_id);
         return response;
     }
@@ -144,8 +136,32 @@ pub(crate) async fn post(
     response
 }
 
-/// Each message of a request checked: what to send, what to answer
-/// instead, and the idempotency keys of the calls released.
+/// A refused message answers the whole request: in a batch, the others
+/// are not sent either.
+fn refused(
+    gate: &McpGate,
+    scope: &str,
+    forward: &[(String, Option<String>)],
+    answers: Vec<String>,
+    batch: bool,
+) -> Response {
+    let not_sent = forward
+        .iter()
+        .filter_map(|(_, id)| id.as_deref())
+        .map(|id| {
+            gate.answered(scope, id);
+            message::error(
+                Some(id),
+                message::INVALID_REQUEST,
+                "toolgate: not sent, another message of this batch was refused",
+                None,
+            )
+        });
+    let all: Vec<String> = answers.into_iter().chain(not_sent).collect();
+    json_response(StatusCode::OK, Body::write(batch, &all))
+}
+
+/// Each message of a request checked.
 async fn steps(
     gw: &Gateway,
     gate: &McpGate,
@@ -154,15 +170,27 @@ async fn steps(
     parsed: &Body,
     who: &Who,
     scope: &str,
-) -> (Vec<(String, Option<String>)>, Vec<String>, Vec<String>) {
+) -> Steps {
     let mut forward = Vec::with_capacity(parsed.messages.len());
     let mut answers = Vec::new();
     let mut keys = Vec::new();
     for message in &parsed.messages {
         let mut step = gate.on_client(gw, message, who, scope, false).await;
         if matches!(step, Step::List) {
-            if let Err(why) = own_list(gw, gate, headers, key_is_ours, message).await {
-                tracing::warn!(server = %gate.name, %why, "the gateway's own tools/list failed");
+            match own_list(gw, gate, headers, key_is_ours, message).await {
+                Ok(()) => {}
+                Err(ListFailure::Refused(response)) => {
+                    forward
+                        .iter()
+                        .filter_map(|(_, id): &(String, Option<String>)| id.as_deref())
+                        .for_each(|id| {
+                            gate.answered(scope, id);
+                        });
+                    return Steps::Refused(response);
+                }
+                Err(ListFailure::Why(why)) => {
+                    tracing::warn!(server = %gate.name, %why, "the gateway's own tools/list failed");
+                }
             }
             step = gate.on_client(gw, message, who, scope, true).await;
         }
@@ -181,7 +209,15 @@ async fn steps(
             Step::List => {}
         }
     }
-    (forward, answers, keys)
+    Steps::Checked(forward, answers, keys)
+}
+
+/// Each message of a request checked: what to send, what to answer
+/// instead, and the idempotency keys of the calls released; or the
+/// server's own refusal, which answers the whole request.
+enum Steps {
+    Checked(Vec<(String, Option<String>)>, Vec<String>, Vec<String>),
+    Refused(Response),
 }
 
 /// `GET /mcp/<name>` (the 2025-11-25 stream) and `DELETE /mcp/<name>`.
@@ -555,7 +591,7 @@ async fn own_list(
     headers: &HeaderMap,
     key_is_ours: bool,
     call: &Message,
-) -> Result<(), String> {
+) -> Result<(), ListFailure> {
     let mut sent = upstream_headers(gw, headers, key_is_ours);
     let params = call.params_object().unwrap_or_default();
     let meta = params.get("_meta").cloned().map(|mut meta| {
@@ -598,23 +634,57 @@ async fn own_list(
             .post(url)
             .headers(sent.clone())
             .body(body.to_string());
-        let mut answer = send(gw, request).await.map_err(|f| f.message())?;
+        let mut answer = send(gw, request)
+            .await
+            .map_err(|f| ListFailure::Why(f.message()))?;
         let deadline = tokio::time::Instant::now() + gw.config.upstream_timeout;
         let bytes = answer
             .whole(gw.config.max_response_bytes, deadline)
             .await
-            .map_err(|_| "the server's tools/list answer could not be read".to_owned())?;
+            .map_err(|_| {
+                ListFailure::Why("the server's tools/list answer could not be read".to_owned())
+            })?;
+        if !answer.status.is_success() {
+            return Err(ListFailure::Refused(refusal(answer.status, &bytes)));
+        }
         let wanted = Value::String(id).to_string();
-        let message = answer_to(&bytes, answer.is_event_stream(), &wanted)
-            .ok_or("the server's tools/list answer holds no answer to it")?;
-        cursor = call::learn(gate, gw, &message)?;
+        let message = answer_to(&bytes, answer.is_event_stream(), &wanted).ok_or_else(|| {
+            ListFailure::Why("the server's tools/list answer holds no answer to it".to_owned())
+        })?;
+        cursor = call::learn(gate, gw, &message).map_err(ListFailure::Why)?;
         if cursor.is_none() {
             return Ok(());
         }
     }
-    Err(format!(
+    Err(ListFailure::Why(format!(
         "the server's tools/list has more than {MAX_PAGES} pages"
-    ))
+    )))
+}
+
+/// Why the gateway's own `tools/list` did not list the server's tools.
+enum ListFailure {
+    /// The server refused it (a session it has ended answers 404): the
+    /// client's request gets that answer, as the server would have given it.
+    Refused(Response),
+    /// Anything else: the call is judged against what the gateway knows.
+    Why(String),
+}
+
+/// A server's refusal, passed on: its status, and its body when that is a
+/// JSON-RPC error answer (which carries no result); else the status alone.
+fn refusal(status: StatusCode, bytes: &[u8]) -> Response {
+    match Body::read(bytes) {
+        Ok(body)
+            if !body.batch
+                && body
+                    .messages
+                    .iter()
+                    .all(|m| m.kind == message::Kind::Response && m.result.is_none()) =>
+        {
+            json_response(status, String::from_utf8_lossy(bytes).into_owned())
+        }
+        _ => unreadable(status, "the server refused the request"),
+    }
 }
 
 /// The response with id `wanted` in a JSON or SSE answer.

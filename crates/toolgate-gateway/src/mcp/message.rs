@@ -21,7 +21,9 @@ pub(crate) const MAX_BATCH: usize = 256;
 
 #[derive(Debug, Deserialize)]
 struct Envelope<'a> {
-    #[serde(borrow, default)]
+    /// Present, even as `null`: a request or an error answer with a `null`
+    /// id is still one, never a notification.
+    #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
@@ -31,6 +33,11 @@ struct Envelope<'a> {
     result: Option<&'a RawValue>,
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
+}
+
+/// A key's raw value whenever the key is there, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(value: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue as serde::Deserialize>::deserialize(value).map(Some)
 }
 
 /// What a message is.
@@ -292,6 +299,16 @@ mod tests {
         let m = Message::read(r#"{"jsonrpc":"2.0","id":"x","result":{}}"#).unwrap();
         assert_eq!(m.kind, Kind::Response);
         assert_eq!(m.id.as_deref(), Some("\"x\""));
+        // A `null` id is an id: a request (checked as one), or an error
+        // answer to a request the server could not read.
+        let m = Message::read(r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}"#)
+            .unwrap();
+        assert_eq!((m.kind, m.id.as_deref()), (Kind::Request, Some("null")));
+        let m = Message::read(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}"#,
+        )
+        .unwrap();
+        assert_eq!((m.kind, m.id.as_deref()), (Kind::Response, Some("null")));
         for bad in [
             r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#,

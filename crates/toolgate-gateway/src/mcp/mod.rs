@@ -188,6 +188,31 @@ impl McpGate {
                 }
                 Step::Forward(message.raw.clone(), None)
             }
+            // A request sent without an id (`tools/call` among them) would
+            // reach the server unchecked and unanswered: refused. MCP's own
+            // notifications are all `notifications/...`.
+            Kind::Notification
+                if !message
+                    .method
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("notifications/")) =>
+            {
+                Step::Answer(message::error(
+                    None,
+                    message::INVALID_REQUEST,
+                    &format!(
+                        "toolgate: `{}` sent as a notification (no id) is refused; a request needs an id",
+                        message
+                            .method
+                            .as_deref()
+                            .unwrap_or_default()
+                            .chars()
+                            .take(64)
+                            .collect::<String>()
+                    ),
+                    None,
+                ))
+            }
             Kind::Notification | Kind::Response => Step::Forward(message.raw.clone(), None),
         }
     }
@@ -208,6 +233,11 @@ impl McpGate {
                 Some(message.raw.clone())
             }
             Kind::Request => Some(message.raw.clone()),
+            // The server's error for a message it could not read (a
+            // session it has ended, say): no request to match, no result.
+            Kind::Response if message.id.as_deref() == Some("null") && message.result.is_none() => {
+                Some(message.raw.clone())
+            }
             Kind::Response => {
                 let id = message.id.as_deref().unwrap_or("null");
                 match self.answered(scope, id) {
