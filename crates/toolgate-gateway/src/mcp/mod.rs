@@ -148,10 +148,26 @@ impl McpGate {
         }
     }
 
-    /// What request `id` of `scope` asked, once.
+    /// What request `id` of `scope` asked, once: it is no longer waited
+    /// for (a request not sent after all).
     pub(crate) fn answered(&self, scope: &str, id: &str) -> Option<Asked> {
         let mut waiting = self.waiting.lock().ok()?;
         waiting.asked.remove(&(scope.to_owned(), id.to_owned()))
+    }
+
+    /// What request `id` of `scope` asked, for an answer the server sends:
+    /// kept (but for the gateway's own list, which one answer ends), so
+    /// that the same answer replayed again on a resumed stream is checked
+    /// and passed again. Entries leave with their session or the bound.
+    fn replied(&self, scope: &str, id: &str) -> Option<Asked> {
+        let mut waiting = self.waiting.lock().ok()?;
+        let key = (scope.to_owned(), id.to_owned());
+        match waiting.asked.get(&key)? {
+            Asked::List(caller) => Some(Asked::List(caller.clone())),
+            Asked::Call(released) => Some(Asked::Call(Arc::clone(released))),
+            Asked::Other => Some(Asked::Other),
+            Asked::Own(_) => waiting.asked.remove(&key),
+        }
     }
 
     /// Forget what `scope` asked (a closed session).
@@ -240,7 +256,7 @@ impl McpGate {
             }
             Kind::Response => {
                 let id = message.id.as_deref().unwrap_or("null");
-                match self.answered(scope, id) {
+                match self.replied(scope, id) {
                     None => Some(message::error(
                         message.id.as_deref(),
                         message::INTERNAL_ERROR,
