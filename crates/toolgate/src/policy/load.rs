@@ -751,7 +751,8 @@ pub(crate) fn declare(
                         match ArgumentSchema::compile(parameters, validate_formats) {
                             Ok(schema) => {
                                 spec.schema = Some(schema);
-                                spec.parameters = Some(parameters.clone());
+                                // Kept for the requests' tools to compare.
+                                spec.parameters = known.is_none().then(|| parameters.clone());
                             }
                             Err(why) => problems.push(
                                 Problem::new(

@@ -16,7 +16,8 @@ pub(crate) struct ToolSpec {
     pub(crate) takes_no_arguments: bool,
     /// The declared `parameters`, compiled (function tools only).
     pub(crate) schema: Option<ArgumentSchema>,
-    /// The declared `parameters` as written, when compiled.
+    /// The declared `parameters` as written, when compiled: the policy's own
+    /// tools only (a request's tools are compared with them).
     pub(crate) parameters: Option<serde_json::Value>,
 }
 
