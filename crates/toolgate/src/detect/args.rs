@@ -138,24 +138,55 @@ mod fast {
     use crate::detect::node::decoded;
 
     pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
+        // The strict reader's bound, with a level to spare.
+        let depth_left = max_depth.checked_sub(2)?;
+        let (entries, items) = SCRATCH.with_borrow_mut(std::mem::take);
         let mut read = Read {
             cursor: Cursor::new(text),
-            // The strict reader's bound, with a level to spare.
-            depth_left: max_depth.checked_sub(2)?,
+            depth_left,
+            entries,
+            items,
         };
         read.space();
-        if read.peek()? != b'{' {
-            return None;
-        }
-        let Value::Object(map) = read.value()? else {
-            return None;
+        let map = match read.peek() {
+            Some(b'{') => match read.value() {
+                Some(Value::Object(map)) if read.at_end() => Some(map),
+                _ => None,
+            },
+            _ => None,
         };
-        read.at_end().then_some(map)
+        let Read {
+            mut entries,
+            mut items,
+            ..
+        } = read;
+        if entries.capacity() <= MAX_SCRATCH && items.capacity() <= MAX_SCRATCH {
+            entries.clear();
+            items.clear();
+            SCRATCH.set((entries, items));
+        }
+        map
     }
+
+    /// The most entries or items a thread keeps room for between calls.
+    const MAX_SCRATCH: usize = 4096;
+
+    thread_local! {
+        /// Each thread's stacks of the entries and items read of the
+        /// objects and arrays still open, kept between calls: each object
+        /// and array is built once its size is known, at that size.
+        static SCRATCH: std::cell::RefCell<Scratch> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+
+    /// The entries of the objects and the items of the arrays still open.
+    type Scratch = (Vec<(String, Value)>, Vec<Value>);
 
     struct Read<'a> {
         cursor: Cursor<'a>,
         depth_left: usize,
+        entries: Vec<(String, Value)>,
+        items: Vec<Value>,
     }
 
     reads_with_cursor!(Read);
@@ -167,15 +198,22 @@ mod fast {
                 b'{' => {
                     self.depth_left = self.depth_left.checked_sub(1)?;
                     self.at += 1;
-                    let mut map = Map::new();
+                    let base = self.entries.len();
                     items(self, b'}', |read| {
                         let key = read.string()?;
                         read.space();
                         read.literal(":")?;
                         let value = read.value()?;
-                        map.insert(key, value).is_none().then_some(())
+                        read.entries.push((key, value));
+                        Some(())
                     })?;
                     self.depth_left += 1;
+                    let mut map = Map::with_capacity(self.entries.len() - base);
+                    for (key, value) in self.entries.drain(base..) {
+                        if map.insert(key, value).is_some() {
+                            return None;
+                        }
+                    }
                     if super::case_twin(&map).is_some() {
                         // The strict reader says which.
                         return None;
@@ -185,13 +223,14 @@ mod fast {
                 b'[' => {
                     self.depth_left = self.depth_left.checked_sub(1)?;
                     self.at += 1;
-                    let mut list = Vec::new();
+                    let base = self.items.len();
                     items(self, b']', |read| {
-                        list.push(read.value()?);
+                        let value = read.value()?;
+                        read.items.push(value);
                         Some(())
                     })?;
                     self.depth_left += 1;
-                    Some(Value::Array(list))
+                    Some(Value::Array(self.items.drain(base..).collect()))
                 }
                 b'"' => self.string().map(Value::String),
                 b'n' => self.literal("null").map(|()| Value::Null),

@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox, Raw, Seen,
-    SIMPLE,
+    add_rare, decoded, signature, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox,
+    Raw, Seen, SIMPLE,
 };
 
 /// Read `text`, one whole JSON document and nothing after it, whose
@@ -80,7 +80,7 @@ macro_rules! keys {
 
         /// One bit for each (first letter in lower case, length) pair of a
         /// key of the table: most other keys are told apart by it alone.
-        const SIGNATURES: [u64; 16] = mark(
+        const SIGNATURES: [u64; crate::detect::node::SIGNATURES / 64] = mark(
             mark(mark([0; 16], KEYS), crate::detect::positions::RARE),
             crate::detect::positions::STREAM_KEYS,
         );
@@ -169,12 +169,6 @@ keys! {
 /// Whether `key` is one of the table's keys.
 pub(crate) fn is_key(key: &str) -> bool {
     field(key).is_some()
-}
-
-/// A key's bit in [`SIGNATURES`]: its first letter in lower case and its
-/// length, each within 32.
-const fn signature(key: &[u8]) -> usize {
-    ((key[0] | 0x20) as usize & 31) * 32 + (key.len() & 31)
 }
 
 /// `table` with the bit of each of `keys` set.

@@ -185,14 +185,42 @@ pub(crate) fn variant_of(key: &str) -> Option<&'static str> {
 }
 
 /// The key toolgate reads (of the table, rare, or a stream decoder's) that
-/// `key` spells in any case.
+/// `key` spells in any case: looked for among the few keys of its
+/// [`signature`] only.
 pub(crate) fn spelled(key: &[u8]) -> Option<&'static str> {
-    crate::detect::fast::KEYS
+    if key.is_empty() {
+        return None;
+    }
+    BY_SIGNATURE[signature(key)]
+        .iter()
+        .find(|known| known.as_bytes().eq_ignore_ascii_case(key))
+        .copied()
+}
+
+/// Every key toolgate reads, by [`signature`]: a key and each of its
+/// spellings in another case share one.
+static BY_SIGNATURE: std::sync::LazyLock<Vec<Vec<&'static str>>> = std::sync::LazyLock::new(|| {
+    let mut table = vec![Vec::new(); SIGNATURES];
+    let keys = crate::detect::fast::KEYS
         .iter()
         .chain(crate::detect::positions::RARE)
-        .chain(crate::detect::positions::STREAM_KEYS)
-        .find(|known| known.len() == key.len() && known.as_bytes().eq_ignore_ascii_case(key))
-        .copied()
+        .chain(crate::detect::positions::STREAM_KEYS);
+    for key in keys {
+        let bucket: &mut Vec<&'static str> = &mut table[signature(key.as_bytes())];
+        if !bucket.contains(key) {
+            bucket.push(key);
+        }
+    }
+    table
+});
+
+/// How many [`signature`]s there are.
+pub(crate) const SIGNATURES: usize = 1024;
+
+/// A non-empty key's signature: its first letter in lower case and its
+/// length, each within 32. Spellings of a key in another case share it.
+pub(crate) const fn signature(key: &[u8]) -> usize {
+    ((key[0] | 0x20) as usize & 31) * 32 + (key.len() & 31)
 }
 
 /// The keys of an object that any reader looks at.
