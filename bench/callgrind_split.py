@@ -15,7 +15,8 @@ function is renamed or inlined shows as 0):
   args      detect::collect::Collector::arguments: the arguments of each
             call read into a JSON object (unescaped, keys checked unique)
   depth     detect::limits::too_deep: the nesting bound's bracket scan
-  schema    policy::schema::ArgumentSchema::{passes,failures}: jsonschema
+  schema    policy::schema::ArgumentSchema::{passes,passes_tape,failures}:
+            jsonschema
   verdict   Policy::check less the above: names, other checks, the verdict
   drop      the rest of the loop: dropping the verdict
 The naive pipeline's: validate (jsonschema's Validator::is_valid,
@@ -74,6 +75,7 @@ def main():
         args = t.get("toolgate::detect::collect::Collector::arguments", 0)
         depth = t.get("toolgate::detect::limits::too_deep", 0)
         schema = (t.get("toolgate::policy::schema::ArgumentSchema::passes", 0)
+                  + t.get("toolgate::policy::schema::ArgumentSchema::passes_tape", 0)
                   + t.get("toolgate::policy::schema::ArgumentSchema::failures", 0))
         naive = n.get("check_workload::main", 0)
         validate = n.get("jsonschema::validator::Validator<F>::is_valid", 0)

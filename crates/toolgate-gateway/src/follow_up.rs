@@ -343,7 +343,7 @@ pub(crate) fn link(detection: &mut Detection, earlier: &[(String, String)]) {
         id: Some(id.clone()),
         name: name.clone(),
         kind: CallKind::Function,
-        arguments: Arguments::Object(serde_json::Map::new()),
+        arguments: Arguments::Object(serde_json::Map::new().into()),
         raw_arguments: "{}".to_owned(),
         format: Format::OpenAiResponses,
         turn: 0,

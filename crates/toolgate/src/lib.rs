@@ -48,7 +48,7 @@ pub use check::{CheckOptions, DeclaredTools, RateCounter};
 pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
 pub use model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, ContentShape, Format,
-    Framing, Link, ToolCall, ToolResult,
+    Framing, Link, ObjectArguments, ToolCall, ToolResult,
 };
 pub use policy::{Policy, PolicyError, Problem, Severity};
 pub use verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, ViolationCode};

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::detect::tape::Tape;
 use crate::verdict::ViolationCode;
 
 /// The wire format a call or result was read from.
@@ -91,7 +92,7 @@ pub enum CallKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Arguments {
     /// A JSON object with unique keys, within the limits.
-    Object(Map<String, Value>),
+    Object(ObjectArguments),
     /// Freeform input of a custom tool (not JSON, never JSON-validated).
     Text(String),
     /// Arguments that cannot be trusted: the call must be blocked.
@@ -103,7 +104,7 @@ impl Arguments {
     #[must_use]
     pub fn as_object(&self) -> Option<&Map<String, Value>> {
         match self {
-            Arguments::Object(map) => Some(map),
+            Arguments::Object(object) => Some(object),
             Arguments::Text(_) | Arguments::Invalid(_) => None,
         }
     }
@@ -121,10 +122,106 @@ impl Arguments {
 impl Serialize for Arguments {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Arguments::Object(map) => map.serialize(serializer),
+            Arguments::Object(object) => object.serialize(serializer),
             Arguments::Text(text) => serializer.serialize_str(text),
             Arguments::Invalid(_) => serializer.serialize_none(),
         }
+    }
+}
+
+/// An arguments object. Arguments read from a payload are kept on a compact
+/// tape, which the schemas are checked on; the `serde_json` object is
+/// built from it the first time it is read (it derefs to one), so a call
+/// whose arguments nobody reads costs no object.
+#[derive(Clone, Default)]
+pub struct ObjectArguments {
+    /// The tape, while the object was never changed.
+    tape: Option<Tape>,
+    /// The object built from the tape, once read.
+    built: std::sync::OnceLock<Map<String, Value>>,
+    /// The object, when it was not read into a tape or has been changed.
+    owned: Option<Map<String, Value>>,
+}
+
+impl ObjectArguments {
+    pub(crate) fn from_tape(tape: Tape) -> ObjectArguments {
+        ObjectArguments {
+            tape: Some(tape),
+            ..ObjectArguments::default()
+        }
+    }
+
+    /// The tape the arguments were read into, while the object was never
+    /// changed.
+    pub(crate) fn tape(&self) -> Option<&Tape> {
+        self.tape.as_ref()
+    }
+
+    fn from_tape_or_empty(tape: Option<&Tape>) -> Map<String, Value> {
+        tape.map_or_else(Map::new, Tape::to_map)
+    }
+
+    /// The object.
+    #[must_use]
+    pub fn into_map(self) -> Map<String, Value> {
+        let ObjectArguments { tape, built, owned } = self;
+        owned
+            .or_else(|| built.into_inner())
+            .unwrap_or_else(|| Self::from_tape_or_empty(tape.as_ref()))
+    }
+}
+
+impl From<Map<String, Value>> for ObjectArguments {
+    fn from(map: Map<String, Value>) -> Self {
+        ObjectArguments {
+            owned: Some(map),
+            ..ObjectArguments::default()
+        }
+    }
+}
+
+impl std::ops::Deref for ObjectArguments {
+    type Target = Map<String, Value>;
+
+    fn deref(&self) -> &Map<String, Value> {
+        match &self.owned {
+            Some(map) => map,
+            None => self
+                .built
+                .get_or_init(|| Self::from_tape_or_empty(self.tape.as_ref())),
+        }
+    }
+}
+
+impl std::ops::DerefMut for ObjectArguments {
+    fn deref_mut(&mut self) -> &mut Map<String, Value> {
+        if self.owned.is_none() {
+            let tape = self.tape.take();
+            let map = self
+                .built
+                .take()
+                .unwrap_or_else(|| Self::from_tape_or_empty(tape.as_ref()));
+            self.owned = Some(map);
+        }
+        self.owned.get_or_insert_with(Map::new)
+    }
+}
+
+impl PartialEq for ObjectArguments {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for ObjectArguments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for ObjectArguments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
     }
 }
 

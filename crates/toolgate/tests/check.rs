@@ -47,6 +47,18 @@ fn schemas() -> Vec<ArgumentSchema> {
             "patternProperties": {"^x": {"type": "boolean"}}}),
         json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
             "dependencies": {"a": ["b"]}, "if": {"required": ["c"]}, "then": {"required": ["d"]}}),
+        json!({"type": "object", "minProperties": 1, "maxProperties": 4,
+            "propertyNames": {"pattern": "^[a-m]"},
+            "dependentRequired": {"a": ["b"]},
+            "properties": {
+                "a": {"const": {"b": [1, 2.5, null]}},
+                "b": {"enum": [1, 1.5, "x", true, null, [1], {"c": 1}]},
+                "c": {"type": "number", "multipleOf": 0.5, "exclusiveMaximum": 1000},
+                "d": {"type": "array", "contains": {"type": "object"}, "minContains": 1,
+                      "uniqueItems": true, "prefixItems": [{"type": "integer"}]},
+                "e": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "object",
+                      "required": ["a", "b", "c"]}]}},
+            "unevaluatedProperties": {"type": ["string", "integer", "array"]}}),
     ]
     .iter()
     .map(|schema| ArgumentSchema::compile(schema, true).unwrap())
@@ -82,6 +94,19 @@ proptest! {
     fn schema_fast_path_agrees_with_the_detailed_path(value in json_value()) {
         for schema in schemas() {
             prop_assert_eq!(schema.passes(&value), schema.failures(&value).is_empty());
+        }
+    }
+
+    /// Arguments read onto a tape pass a schema exactly when their
+    /// `serde_json` object does.
+    #[test]
+    fn schemas_judge_a_tape_as_they_judge_its_object(value in json_value()) {
+        let Value::Object(_) = value else { return Ok(()) };
+        let text = value.to_string();
+        for schema in schemas() {
+            if let Some(on_tape) = schema.passes_on_tape(&text) {
+                prop_assert_eq!(on_tape, schema.passes(&value), "{}", text);
+            }
         }
     }
 

@@ -14,7 +14,7 @@ fn names(found: &Detection) -> Vec<&str> {
 
 fn args(found: &Detection, index: usize) -> serde_json::Value {
     match &found.calls[index].arguments {
-        Arguments::Object(map) => serde_json::Value::Object(map.clone()),
+        Arguments::Object(map) => serde_json::Value::Object((**map).clone()),
         other => panic!("call {index} has no object arguments: {other:?}"),
     }
 }
@@ -60,7 +60,7 @@ fn openai_chat_response_message_and_message_list() {
     assert_eq!(names(&found), ["search", "send"]);
     assert_eq!(
         found.calls[1].arguments,
-        Arguments::Object(serde_json::Map::new())
+        Arguments::Object(serde_json::Map::new().into())
     );
     assert_eq!(found.results.len(), 1);
     assert_eq!(found.results[0].call_id.as_deref(), Some("c1"));

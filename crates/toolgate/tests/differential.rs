@@ -831,7 +831,7 @@ fn describe(found: &Detection) -> String {
     let mut text = String::new();
     for call in &found.calls {
         let arguments = match &call.arguments {
-            Arguments::Object(map) => Value::Object(map.clone()).to_string(),
+            Arguments::Object(map) => Value::Object((**map).clone()).to_string(),
             Arguments::Text(t) => format!("text {t:?}"),
             Arguments::Invalid(err) => format!("invalid ({:?})", err.reason),
         };

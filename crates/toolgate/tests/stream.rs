@@ -93,7 +93,7 @@ fn call<'a>(name: &'a str, id: impl Into<Option<&'a str>>, arguments: Value) -> 
 
 fn object(arguments: &Arguments) -> Value {
     match arguments {
-        Arguments::Object(map) => Value::Object(map.clone()),
+        Arguments::Object(map) => Value::Object((**map).clone()),
         other => panic!("arguments are not an object: {other:?}"),
     }
 }

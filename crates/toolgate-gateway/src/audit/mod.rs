@@ -117,7 +117,7 @@ impl AuditRecord {
                 id: call.id.clone(),
                 tool: call.name.clone(),
                 arguments: match &call.arguments {
-                    Arguments::Object(map) => Value::Object(map.clone()),
+                    Arguments::Object(map) => Value::Object((**map).clone()),
                     Arguments::Text(text) => Value::String(text.clone()),
                     Arguments::Invalid(_) => Value::Null,
                 },

@@ -228,7 +228,7 @@ fn seed_call(call: &toolgate::ToolCall) -> Result<Value, String> {
             json!({"type": "custom_tool_call", "name": call.name, "input": input})
         }
         (Arguments::Object(args), CallKind::Custom) => {
-            json!({"type": "custom_tool_call", "name": call.name, "input": Value::Object(args.clone()).to_string()})
+            json!({"type": "custom_tool_call", "name": call.name, "input": Value::Object((**args).clone()).to_string()})
         }
         (Arguments::Invalid(err), _) => {
             return Err(format!(

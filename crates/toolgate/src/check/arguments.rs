@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
 use crate::check::normalize;
+use crate::detect::tape::Tape;
 use crate::model::Arguments;
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::{Policy, ToolSpec, ToolTable};
@@ -63,8 +64,15 @@ pub(crate) fn check(
                 ));
             }
         }
-        Arguments::Object(map) => {
-            if normalize {
+        Arguments::Object(object) => {
+            let clean = normalize && policy.normalize.is_active();
+            if !clean && object.tape().is_some_and(|tape| checks.pass_tape(tape)) {
+                // Nothing to say, and nothing to change: the object is
+                // built only if someone reads it.
+                return;
+            }
+            let map = &mut **object;
+            if clean {
                 normalize::clean(map, &policy.normalize);
             }
             checks.check_object(call, name, map, out);
@@ -130,6 +138,18 @@ impl<'a> Checks<'a> {
         declared(own)
             .chain(self.schemas.iter().copied())
             .chain(declared(request))
+    }
+
+    /// Whether arguments on a tape pass every check, with nothing to say:
+    /// when not, [`check_object`](Self::check_object) says what fails.
+    fn pass_tape(&self, tape: &Tape) -> bool {
+        let no_arguments = self
+            .declared
+            .iter()
+            .any(|spec| spec.is_function() && spec.takes_no_arguments);
+        (!no_arguments || tape.len() == 0)
+            && self.required.iter().all(|param| tape.contains_key(param))
+            && self.all_schemas().all(|schema| schema.passes_tape(tape))
     }
 
     fn check_object(

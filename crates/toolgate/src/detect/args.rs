@@ -15,7 +15,8 @@ use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::detect::limits::Limits;
-use crate::model::{ArgumentError, ArgumentErrorReason, Arguments};
+use crate::detect::tape::Tape;
+use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, ObjectArguments};
 use crate::verdict::ViolationCode;
 
 const DUPLICATE_MARKER: &str = "\u{1}duplicate key:";
@@ -29,16 +30,31 @@ const DEPTH_MARKER: &str = "\u{1}too deep";
 /// `limits.max_argument_bytes`.
 #[must_use]
 pub fn parse_arguments(text: &str, limits: &Limits) -> Arguments {
-    match parse_object(text, limits) {
-        Ok(map) => Arguments::Object(map),
+    match read(text, limits) {
+        Ok(Read::Tape(tape)) => Arguments::Object(ObjectArguments::from_tape(tape)),
+        Ok(Read::Map(map)) => Arguments::Object(map.into()),
         Err(err) => Arguments::Invalid(err),
     }
 }
 
 /// [`parse_arguments`] as a `Result`.
 pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, ArgumentError> {
+    match read(text, limits)? {
+        Read::Tape(tape) => Ok(tape.to_map()),
+        Read::Map(map) => Ok(map),
+    }
+}
+
+/// Arguments read: on a tape when the fast reader took them, else as the
+/// strict reader built them.
+enum Read {
+    Tape(Tape),
+    Map(Map<String, Value>),
+}
+
+fn read(text: &str, limits: &Limits) -> Result<Read, ArgumentError> {
     if text.is_empty() {
-        return Ok(Map::new());
+        return Ok(Read::Map(Map::new()));
     }
     if let Some(err) = too_large("arguments are", text, limits) {
         return Err(err);
@@ -49,10 +65,10 @@ pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, A
             "arguments start with a byte order mark (U+FEFF)",
         ));
     }
-    if let Some(map) = fast::object(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
-        return Ok(map);
+    if let Some(tape) = Tape::read(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
+        return Ok(Read::Tape(tape));
     }
-    strict_object(text, limits)
+    strict_object(text, limits).map(Read::Map)
 }
 
 /// The error for arguments `text` past `max_argument_bytes`, said of them
@@ -77,7 +93,7 @@ pub(crate) fn too_large(what: &str, text: &str, limits: &Limits) -> Option<Argum
 #[doc(hidden)]
 pub fn fast_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
     let max = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
-    let Some(fast) = fast::object(text, max) else {
+    let Some(fast) = Tape::read(text, max).map(|tape| tape.to_map()) else {
         return Ok(false);
     };
     match strict_object(text, limits) {
@@ -121,168 +137,6 @@ fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, Argu
             ArgumentErrorReason::NotObject,
             format!("arguments are a JSON {}, not an object", json_type(&other)),
         )),
-    }
-}
-
-/// The fast path of [`parse_object`]: arguments read in one pass into the
-/// very object the strict reader builds, for the arguments real calls
-/// send. Anything it does not take on (an error of any kind, a key given
-/// twice, a float past 2^63 or out of range, an integer past 64 bits,
-/// nesting near the bound) is left to the strict reader, which says
-/// exactly what is wrong.
-mod fast {
-    use serde_json::{Map, Number, Value};
-
-    use crate::detect::cursor::{items, reads_with_cursor, Cursor};
-    use crate::detect::fast::special;
-    use crate::detect::node::decoded;
-
-    pub(super) fn object(text: &str, max_depth: usize) -> Option<Map<String, Value>> {
-        // The strict reader's bound, with a level to spare.
-        let depth_left = max_depth.checked_sub(2)?;
-        let (entries, items) = SCRATCH.with_borrow_mut(std::mem::take);
-        let mut read = Read {
-            cursor: Cursor::new(text),
-            depth_left,
-            entries,
-            items,
-        };
-        read.space();
-        let map = match read.peek() {
-            Some(b'{') => match read.value() {
-                Some(Value::Object(map)) if read.at_end() => Some(map),
-                _ => None,
-            },
-            _ => None,
-        };
-        let Read {
-            mut entries,
-            mut items,
-            ..
-        } = read;
-        if entries.capacity() <= MAX_SCRATCH && items.capacity() <= MAX_SCRATCH {
-            entries.clear();
-            items.clear();
-            SCRATCH.set((entries, items));
-        }
-        map
-    }
-
-    /// The most entries or items a thread keeps room for between calls.
-    const MAX_SCRATCH: usize = 4096;
-
-    thread_local! {
-        /// Each thread's stacks of the entries and items read of the
-        /// objects and arrays still open, kept between calls: each object
-        /// and array is built once its size is known, at that size.
-        static SCRATCH: std::cell::RefCell<Scratch> =
-            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
-    }
-
-    /// The entries of the objects and the items of the arrays still open.
-    type Scratch = (Vec<(String, Value)>, Vec<Value>);
-
-    struct Read<'a> {
-        cursor: Cursor<'a>,
-        depth_left: usize,
-        entries: Vec<(String, Value)>,
-        items: Vec<Value>,
-    }
-
-    reads_with_cursor!(Read);
-
-    impl Read<'_> {
-        fn value(&mut self) -> Option<Value> {
-            self.space();
-            match self.peek()? {
-                b'{' => {
-                    self.depth_left = self.depth_left.checked_sub(1)?;
-                    self.at += 1;
-                    let base = self.entries.len();
-                    items(self, b'}', |read| {
-                        let key = read.string()?;
-                        read.space();
-                        read.literal(":")?;
-                        let value = read.value()?;
-                        read.entries.push((key, value));
-                        Some(())
-                    })?;
-                    self.depth_left += 1;
-                    let mut map = Map::with_capacity(self.entries.len() - base);
-                    for (key, value) in self.entries.drain(base..) {
-                        if map.insert(key, value).is_some() {
-                            return None;
-                        }
-                    }
-                    if super::case_twin(&map).is_some() {
-                        // The strict reader says which.
-                        return None;
-                    }
-                    Some(Value::Object(map))
-                }
-                b'[' => {
-                    self.depth_left = self.depth_left.checked_sub(1)?;
-                    self.at += 1;
-                    let base = self.items.len();
-                    items(self, b']', |read| {
-                        let value = read.value()?;
-                        read.items.push(value);
-                        Some(())
-                    })?;
-                    self.depth_left += 1;
-                    Some(Value::Array(self.items.drain(base..).collect()))
-                }
-                b'"' => self.string().map(Value::String),
-                b'n' => self.literal("null").map(|()| Value::Null),
-                b't' => self.literal("true").map(|()| Value::Bool(true)),
-                b'f' => self.literal("false").map(|()| Value::Bool(false)),
-                _ => self.number_value(),
-            }
-        }
-
-        /// A string, unescaped as it is scanned.
-        fn string(&mut self) -> Option<String> {
-            if self.peek()? != b'"' {
-                return None;
-            }
-            let start = self.at + 1;
-            let body = self.bytes.get(start..)?;
-            let first = special(body)?;
-            if body[first] == b'"' {
-                self.at = start + first + 1;
-                return self.text.get(start..start + first).map(str::to_owned);
-            }
-            let (end, text) = decoded(body)?;
-            self.at = start + end + 1;
-            Some(text)
-        }
-
-        fn number_value(&mut self) -> Option<Value> {
-            let number = self.number()?;
-            if number.exponent {
-                // The strict reader rounds exponents its own way.
-                return None;
-            }
-            let literal = self.text.get(number.start..self.at)?;
-            if !number.fraction {
-                let integral = &self.bytes[number.integral];
-                // The strict reader reads `-0` as the float -0.0.
-                if literal.starts_with('-') && integral.iter().all(|&b| b == b'0') {
-                    return None;
-                }
-                if let Ok(n) = literal.parse::<u64>() {
-                    return Some(Value::Number(n.into()));
-                }
-                // Past 64 bits: the strict reader's to judge.
-                return literal.parse::<i64>().ok().map(|n| Value::Number(n.into()));
-            }
-            // The float exactly as the strict reader rounds it.
-            let v: f64 = serde_json::from_str(literal).ok()?;
-            if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
-                return None;
-            }
-            Number::from_f64(v).map(Value::Number)
-        }
     }
 }
 
@@ -460,9 +314,9 @@ const CASE_TWIN: &str = "\u{1}case";
 
 /// Whether a key reads the same to every reader: no ASCII capital, no NUL,
 /// nothing outside ASCII.
-fn case_stable(key: &str) -> bool {
-    key.bytes()
-        .all(|b| b != 0 && b < 0x80 && !b.is_ascii_uppercase())
+pub(crate) fn case_stable(key: &[u8]) -> bool {
+    key.iter()
+        .all(|&b| b != 0 && b < 0x80 && !b.is_ascii_uppercase())
 }
 
 /// A key of `map` that another of its keys equals to a reader that
@@ -472,23 +326,25 @@ fn case_stable(key: &str) -> bool {
 /// twice. Only objects with a key that is not [`case_stable`] are looked
 /// at twice.
 pub(crate) fn case_twin(map: &Map<String, Value>) -> Option<&str> {
-    if map.len() < 2 || map.keys().all(|key| case_stable(key)) {
+    if map.len() < 2 || map.keys().all(|key| case_stable(key.as_bytes())) {
         return None;
     }
-    let fold = |key: &str| -> String {
-        key.chars()
-            .filter(|c| *c != '\0')
-            .flat_map(|c| match c {
-                '\u{17f}' => 's'.to_lowercase(),
-                '\u{212a}' => 'k'.to_lowercase(),
-                c => c.to_lowercase(),
-            })
-            .collect()
-    };
     let mut seen = std::collections::HashSet::with_capacity(map.len());
     map.keys()
-        .find(|key| !seen.insert(fold(key)))
+        .find(|key| !seen.insert(fold_key(key)))
         .map(String::as_str)
+}
+
+/// A key as a reader that ignores case and NUL characters reads it.
+pub(crate) fn fold_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| *c != '\0')
+        .flat_map(|c| match c {
+            '\u{17f}' => 's'.to_lowercase(),
+            '\u{212a}' => 'k'.to_lowercase(),
+            c => c.to_lowercase(),
+        })
+        .collect()
 }
 
 /// Keys are names, not values, but they are bounded all the same.
@@ -670,7 +526,7 @@ mod tests {
     fn empty_text_is_an_empty_object() {
         assert_eq!(
             parse_arguments("", &Limits::default()),
-            Arguments::Object(Map::new())
+            Arguments::Object(Map::new().into())
         );
     }
 

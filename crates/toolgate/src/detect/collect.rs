@@ -11,7 +11,7 @@ use crate::detect::node::Raw;
 use crate::detect::Detection;
 use crate::model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, ContentShape, Format,
-    Framing, Link, ToolCall, ToolResult,
+    Framing, Link, ObjectArguments, ToolCall, ToolResult,
 };
 use crate::verdict::{Violation, ViolationCode};
 
@@ -421,7 +421,7 @@ impl<'l> Collector<'l> {
     /// Read arguments as a call would.
     pub(crate) fn arguments(&self, kind: CallKind, args: ArgSource<'_>) -> (Arguments, String) {
         match args {
-            ArgSource::Absent => (Arguments::Object(serde_json::Map::new()), String::new()),
+            ArgSource::Absent => (Arguments::Object(ObjectArguments::default()), String::new()),
             ArgSource::Freeform(text) if kind == CallKind::Custom => {
                 if let Some(err) =
                     crate::detect::args::too_large("the input is", &text, self.limits)
@@ -449,7 +449,7 @@ impl<'l> Collector<'l> {
                         Err(_) => (parse_arguments(text, self.limits), text.to_owned()),
                     },
                     Some(b'n') if text == "null" => {
-                        (Arguments::Object(serde_json::Map::new()), String::new())
+                        (Arguments::Object(ObjectArguments::default()), String::new())
                     }
                     _ => (parse_arguments(text, self.limits), text.to_owned()),
                 }

@@ -18,6 +18,7 @@ mod node;
 mod positions;
 pub mod sse;
 pub mod stream;
+pub(crate) mod tape;
 
 use serde::Serialize;
 

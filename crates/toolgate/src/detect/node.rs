@@ -715,7 +715,7 @@ const MAX_SCRATCH: usize = 1 << 20;
 /// quote: where its closing quote is, and the text; `None` as [`decode`].
 pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     let run = |scratch: &mut Vec<u8>| {
-        let (end, written) = decode(body, scratch)?;
+        let (end, written) = decode(body, scratch, 0)?;
         let text = String::from_utf8(scratch[..written].to_vec()).ok()?;
         if scratch.len() > MAX_SCRATCH {
             *scratch = Vec::new();
@@ -729,23 +729,24 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     })
 }
 
-/// Decode a JSON string's text into the start of `out`, `bytes` starting
-/// past its opening quote: where its closing quote is and how much was
-/// written, or `None` at a control character, an escape JSON does not
-/// have, a surrogate escape that pairs with none, or no closing quote.
+/// Decode a JSON string's text into `out` from `from` on, `bytes`
+/// starting past its opening quote: where its closing quote is and how
+/// much was written, or `None` at a control character, an escape JSON does
+/// not have, a surrogate escape that pairs with none, or no closing quote.
 /// What is written is valid UTF-8 when `bytes` is: only ASCII bytes stop a
-/// run. `out` is used as a buffer, its whole length written over; it grows
-/// to twice the text at most.
+/// run. `out` is used as a buffer, its whole length past `from` written
+/// over; it grows past `from` to twice the text at most.
 ///
 /// Eight bytes at a time, each run copied whole and the write position
 /// moved only to where it stops: in text dense with escapes the runs are
 /// short, and a copy of their own length costs more than the run.
-fn decode(bytes: &[u8], out: &mut Vec<u8>) -> Option<(usize, usize)> {
-    let (mut at, mut written) = (0, 0);
+pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(usize, usize)> {
+    let (mut at, mut written) = (0, from);
     loop {
         // Room for a whole run, or a surrogate pair's four bytes.
         if out.len() < written + 8 {
-            out.resize((2 * out.len()).max(written + 64), 0);
+            // Twice what is written so far, at least 64 bytes more.
+            out.resize(written + (written - from).max(64), 0);
         }
         if let Some(chunk) = bytes.get(at..at + 8) {
             let chunk: [u8; 8] = chunk.try_into().ok()?;
@@ -768,7 +769,7 @@ fn decode(bytes: &[u8], out: &mut Vec<u8>) -> Option<(usize, usize)> {
             written += run;
         }
         match bytes[at] {
-            b'"' => return Some((at, written)),
+            b'"' => return Some((at, written - from)),
             b'\\' => {
                 let simple = SIMPLE[usize::from(*bytes.get(at + 1)?)];
                 if simple == 0 {

@@ -8,12 +8,15 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
 
+use crate::detect::tape::{Tape, TapeJson};
 use crate::verdict::pointer;
 
 /// One compiled schema for a tool's arguments.
 #[derive(Debug)]
 pub struct ArgumentSchema {
     validator: Validator,
+    /// The same schema, for arguments on a tape.
+    on_tape: Validator<TapeJson>,
 }
 
 /// A schema failure, in the documented terms.
@@ -39,11 +42,28 @@ impl ArgumentSchema {
                 crate::detect::args::json_type(schema)
             ));
         }
-        jsonschema::options()
+        let validator = jsonschema::options()
             .should_validate_formats(validate_formats)
             .build(schema)
-            .map(|validator| ArgumentSchema { validator })
-            .map_err(|err| describe_schema_error(&err))
+            .map_err(|err| describe_schema_error(&err))?;
+        let on_tape = jsonschema::options_for::<TapeJson>()
+            .should_validate_formats(validate_formats)
+            .build(schema)
+            .map_err(|err| describe_schema_error(&err))?;
+        Ok(ArgumentSchema { validator, on_tape })
+    }
+
+    /// For the tests: read arguments `text` onto a tape and check them
+    /// there; `None` when the tape's reader leaves them to the strict one.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn passes_on_tape(&self, text: &str) -> Option<bool> {
+        Tape::read(text, crate::detect::limits::HARD_MAX_DEPTH).map(|tape| self.passes_tape(&tape))
+    }
+
+    /// [`passes`](Self::passes) for arguments on a tape.
+    pub(crate) fn passes_tape(&self, arguments: &Tape) -> bool {
+        self.on_tape.is_valid(arguments.root())
     }
 
     /// The fast path: no detail, no allocation when valid.

@@ -40,7 +40,7 @@ fn read(body: &[u8]) -> Detection {
 
 fn object(found: &Detection, index: usize) -> Value {
     match &found.calls[index].arguments {
-        Arguments::Object(map) => Value::Object(map.clone()),
+        Arguments::Object(map) => Value::Object((**map).clone()),
         other => panic!("call {index}: {other:?}"),
     }
 }

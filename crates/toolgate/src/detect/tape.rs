@@ -1,0 +1,605 @@
+//! Arguments read into a tape: one flat list of slots and one buffer of
+//! their text, two allocations a call however many keys and strings the
+//! arguments hold. The schemas are checked on the tape itself (it is a JSON
+//! representation of the `jsonschema` crate's, [`TapeJson`]); the
+//! `serde_json` object a caller reads is built from it only when asked
+//! ([`ObjectArguments`](crate::model::ObjectArguments)).
+//!
+//! The reader takes what real calls send and gives up on the rest (an error
+//! of any kind, a key given twice or twice to a reader that ignores case, a
+//! float past 2^63 or out of range, an integer past 64 bits, an exponent,
+//! `-0`, nesting near the bound), which the strict reader then reads and
+//! says exactly what is wrong with: what the tape holds is exactly the
+//! object the strict reader builds.
+
+use std::borrow::Cow;
+
+use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
+use jsonschema::types::JsonType;
+use serde_json::{Map, Number, Value};
+
+use crate::detect::cursor::{items, reads_with_cursor, Cursor};
+use crate::detect::fast::special;
+use crate::detect::node::decode;
+
+/// Arguments read: slot 0 is the object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Tape {
+    slots: Vec<Slot>,
+    /// The keys and strings, decoded, one after the other.
+    text: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Slot {
+    Null,
+    Bool(bool),
+    Number(Number),
+    /// A string or, in an object, a member's key: where its text is.
+    Text(u32, u32),
+    /// An object: how many members, and the slot past its last. Each
+    /// member is its key's slot, then its value's.
+    Object(u32, u32),
+    /// An array: how many items, and the slot past its last.
+    Array(u32, u32),
+}
+
+/// The most slots a thread keeps room for between calls.
+const MAX_SCRATCH: usize = 4096;
+
+/// The most text a thread keeps room for between calls.
+const MAX_SCRATCH_TEXT: usize = 1 << 20;
+
+thread_local! {
+    /// Each thread's slots and text while arguments are read, kept between
+    /// calls: a tape takes its own at their size.
+    static SCRATCH: std::cell::RefCell<(Vec<Slot>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+impl Tape {
+    /// Read arguments `text` (an object); `None` when the strict reader
+    /// must.
+    pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
+        // The strict reader's bound, with a level to spare.
+        let depth_left = max_depth.checked_sub(2)?;
+        let (slots, text_buffer) = SCRATCH.with_borrow_mut(std::mem::take);
+        let mut read = Read {
+            cursor: Cursor::new(text),
+            depth_left,
+            slots,
+            text: text_buffer,
+            written: 0,
+        };
+        read.space();
+        let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
+        let Read {
+            mut slots,
+            text,
+            written,
+            ..
+        } = read;
+        let tape = ok
+            .then(|| String::from_utf8(text[..written].to_vec()).ok())
+            .flatten()
+            .map(|text| Tape {
+                slots: slots.as_slice().to_vec(),
+                text,
+            });
+        if slots.capacity() <= MAX_SCRATCH && text.len() <= MAX_SCRATCH_TEXT {
+            slots.clear();
+            // The text is kept at its length: it is written over, never
+            // filled again.
+            SCRATCH.set((slots, text));
+        }
+        tape
+    }
+
+    /// The object.
+    pub(crate) fn root(&self) -> TapeNode<'_> {
+        TapeNode { tape: self, at: 0 }
+    }
+
+    /// The `serde_json` object the tape holds.
+    pub(crate) fn to_map(&self) -> Map<String, Value> {
+        match self.value(0) {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    fn value(&self, at: u32) -> Value {
+        match &self.slots[at as usize] {
+            Slot::Null => Value::Null,
+            Slot::Bool(b) => Value::Bool(*b),
+            Slot::Number(n) => Value::Number(n.clone()),
+            Slot::Text(..) => Value::String(self.text(at).to_owned()),
+            Slot::Object(n, _) => {
+                let mut map = Map::with_capacity(*n as usize);
+                for (key, value) in self.members(at) {
+                    map.insert(self.text(key).to_owned(), self.value(value));
+                }
+                Value::Object(map)
+            }
+            Slot::Array(n, _) => {
+                let mut list = Vec::with_capacity(*n as usize);
+                list.extend(self.elements(at).map(|item| self.value(item)));
+                Value::Array(list)
+            }
+        }
+    }
+
+    fn text(&self, at: u32) -> &str {
+        match self.slots[at as usize] {
+            Slot::Text(start, len) => &self.text[start as usize..(start + len) as usize],
+            _ => "",
+        }
+    }
+
+    /// The slot past the value at `at`.
+    fn past(&self, at: u32) -> u32 {
+        past(&self.slots, at)
+    }
+
+    /// The key and value slots of the object at `at`.
+    fn members(&self, at: u32) -> Members<'_> {
+        let (len, _) = self.container(at);
+        Members {
+            tape: self,
+            next: at + 1,
+            left: len,
+        }
+    }
+
+    /// The item slots of the array at `at`.
+    fn elements(&self, at: u32) -> Elements<'_> {
+        let (len, _) = self.container(at);
+        Elements {
+            tape: self,
+            next: at + 1,
+            left: len,
+        }
+    }
+
+    fn container(&self, at: u32) -> (u32, u32) {
+        match self.slots[at as usize] {
+            Slot::Object(len, end) | Slot::Array(len, end) => (len, end),
+            _ => (0, at + 1),
+        }
+    }
+
+    /// The value of member `key` of the object at `at`.
+    fn get(&self, at: u32, key: &str) -> Option<u32> {
+        self.members(at)
+            .find(|(k, _)| self.text(*k) == key)
+            .map(|(_, value)| value)
+    }
+
+    /// How many members the object has.
+    pub(crate) fn len(&self) -> usize {
+        self.container(0).0 as usize
+    }
+
+    /// Whether the object has member `key`.
+    pub(crate) fn contains_key(&self, key: &str) -> bool {
+        self.get(0, key).is_some()
+    }
+}
+
+struct Members<'t> {
+    tape: &'t Tape,
+    next: u32,
+    left: u32,
+}
+
+impl Iterator for Members<'_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let key = self.next;
+        self.next = self.tape.past(key + 1);
+        Some((key, key + 1))
+    }
+}
+
+struct Elements<'t> {
+    tape: &'t Tape,
+    next: u32,
+    left: u32,
+}
+
+impl Iterator for Elements<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let item = self.next;
+        self.next = self.tape.past(item);
+        Some(item)
+    }
+}
+
+struct Read<'a> {
+    cursor: Cursor<'a>,
+    depth_left: usize,
+    slots: Vec<Slot>,
+    /// The strings read, decoded, in the first `written` bytes (UTF-8); a
+    /// buffer past them.
+    text: Vec<u8>,
+    written: usize,
+}
+
+reads_with_cursor!(Read);
+
+impl Read<'_> {
+    fn value(&mut self) -> Option<()> {
+        self.space();
+        match self.peek()? {
+            b'{' => {
+                self.depth_left = self.depth_left.checked_sub(1)?;
+                self.at += 1;
+                let at = self.slots.len();
+                self.slots.push(Slot::Null);
+                let mut len = 0_u32;
+                items(self, b'}', |read| {
+                    read.string()?;
+                    read.space();
+                    read.literal(":")?;
+                    read.value()?;
+                    len += 1;
+                    Some(())
+                })?;
+                self.depth_left += 1;
+                let end = u32::try_from(self.slots.len()).ok()?;
+                self.slots[at] = Slot::Object(len, end);
+                self.unique_keys(u32::try_from(at).ok()?, len)
+            }
+            b'[' => {
+                self.depth_left = self.depth_left.checked_sub(1)?;
+                self.at += 1;
+                let at = self.slots.len();
+                self.slots.push(Slot::Null);
+                let mut len = 0_u32;
+                items(self, b']', |read| {
+                    read.value()?;
+                    len += 1;
+                    Some(())
+                })?;
+                self.depth_left += 1;
+                let end = u32::try_from(self.slots.len()).ok()?;
+                self.slots[at] = Slot::Array(len, end);
+                Some(())
+            }
+            b'"' => self.string(),
+            b'n' => self.literal("null").map(|()| self.slots.push(Slot::Null)),
+            b't' => self
+                .literal("true")
+                .map(|()| self.slots.push(Slot::Bool(true))),
+            b'f' => self
+                .literal("false")
+                .map(|()| self.slots.push(Slot::Bool(false))),
+            _ => {
+                let number = self.number_value()?;
+                self.slots.push(Slot::Number(number));
+                Some(())
+            }
+        }
+    }
+
+    /// A string, unescaped as it is scanned, into the text.
+    fn string(&mut self) -> Option<()> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at + 1;
+        let body = self.bytes.get(start..)?;
+        let first = special(body)?;
+        let from = self.written;
+        let len = if body[first] == b'"' {
+            let end = from + first;
+            if self.text.len() < end {
+                self.text.resize(end.max(2 * self.text.len()), 0);
+            }
+            self.text[from..end].copy_from_slice(&body[..first]);
+            self.at = start + first + 1;
+            first
+        } else {
+            let (end, len) = decode(body, &mut self.text, from)?;
+            self.at = start + end + 1;
+            len
+        };
+        self.written += len;
+        self.slots.push(Slot::Text(
+            u32::try_from(from).ok()?,
+            u32::try_from(len).ok()?,
+        ));
+        Some(())
+    }
+
+    fn number_value(&mut self) -> Option<Number> {
+        let number = self.number()?;
+        if number.exponent {
+            // The strict reader rounds exponents its own way.
+            return None;
+        }
+        let literal = self.cursor.text.get(number.start..self.at)?;
+        if !number.fraction {
+            let integral = &self.bytes[number.integral];
+            // The strict reader reads `-0` as the float -0.0.
+            if literal.starts_with('-') && integral.iter().all(|&b| b == b'0') {
+                return None;
+            }
+            if let Ok(n) = literal.parse::<u64>() {
+                return Some(n.into());
+            }
+            // Past 64 bits: the strict reader's to judge.
+            return literal.parse::<i64>().ok().map(Number::from);
+        }
+        // The float exactly as the strict reader rounds it.
+        let v: f64 = serde_json::from_str(literal).ok()?;
+        if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
+            return None;
+        }
+        Number::from_f64(v)
+    }
+
+    /// Whether the `len` members of the object at `at` have keys no two of
+    /// which are one key, even to a reader that ignores case
+    /// ([`case_twin`](super::args::case_twin)): `None` leaves it to the
+    /// strict reader to say which.
+    fn unique_keys(&self, at: u32, len: u32) -> Option<()> {
+        if len < 2 {
+            return Some(());
+        }
+        let keys = || {
+            let mut next = at + 1;
+            (0..len).map(move |_| {
+                let key = next;
+                next = past(&self.slots, key + 1);
+                key
+            })
+        };
+        let text = |key: u32| match self.slots[key as usize] {
+            Slot::Text(start, len) => &self.text[start as usize..(start + len) as usize],
+            _ => &[][..],
+        };
+        let stable = keys().all(|key| super::args::case_stable(text(key)));
+        if len <= 16 && stable {
+            let all: smallvec::SmallVec<[&[u8]; 16]> = keys().map(text).collect();
+            for (i, key) in all.iter().enumerate() {
+                if all[i + 1..].contains(key) {
+                    return None;
+                }
+            }
+            return Some(());
+        }
+        let mut seen = std::collections::HashSet::with_capacity(len as usize);
+        for key in keys() {
+            let key = text(key);
+            let folded = if stable {
+                Cow::Borrowed(key)
+            } else {
+                Cow::Owned(super::args::fold_key(std::str::from_utf8(key).ok()?).into_bytes())
+            };
+            if !seen.insert(folded) {
+                return None;
+            }
+        }
+        Some(())
+    }
+}
+
+/// The slot past the value at `at` of `slots`.
+fn past(slots: &[Slot], at: u32) -> u32 {
+    match slots[at as usize] {
+        Slot::Object(_, end) | Slot::Array(_, end) => end,
+        _ => at + 1,
+    }
+}
+
+/// Arguments on a tape, as the `jsonschema` crate reads a JSON
+/// representation.
+pub(crate) struct TapeJson;
+
+/// A value on a tape.
+#[derive(Clone, Copy)]
+pub(crate) struct TapeNode<'a> {
+    tape: &'a Tape,
+    at: u32,
+}
+
+/// An object or an array on a tape.
+#[derive(Clone, Copy)]
+pub(crate) struct TapeContainer<'a>(TapeNode<'a>);
+
+impl Json for TapeJson {
+    type Node<'a> = TapeNode<'a>;
+    type PreparedKey = Box<str>;
+    type StringBuffer = Tape;
+
+    // A lookup is a walk over the members: a members pass is never dearer.
+    const KEYS_PER_LOOKUP: usize = 1 << 16;
+
+    fn prepare_key(key: &str) -> Box<str> {
+        key.into()
+    }
+
+    fn with_string_node<T>(
+        buffer: &mut Tape,
+        string: &str,
+        f: impl FnOnce(TapeNode<'_>) -> T,
+    ) -> T {
+        buffer.slots.clear();
+        buffer.text.clear();
+        buffer.text.push_str(string);
+        buffer.slots.push(Slot::Text(
+            0,
+            u32::try_from(string.len()).unwrap_or(u32::MAX),
+        ));
+        f(TapeNode {
+            tape: buffer,
+            at: 0,
+        })
+    }
+}
+
+impl<'a> TapeNode<'a> {
+    fn slot(&self) -> &'a Slot {
+        &self.tape.slots[self.at as usize]
+    }
+}
+
+impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
+    type Object = TapeContainer<'a>;
+    type Array = TapeContainer<'a>;
+    type Number = &'a Number;
+
+    fn as_object(&self) -> Option<TapeContainer<'a>> {
+        matches!(self.slot(), Slot::Object(..)).then_some(TapeContainer(*self))
+    }
+
+    fn as_array(&self) -> Option<TapeContainer<'a>> {
+        matches!(self.slot(), Slot::Array(..)).then_some(TapeContainer(*self))
+    }
+
+    fn as_string(&self) -> Option<Cow<'a, str>> {
+        matches!(self.slot(), Slot::Text(..)).then(|| Cow::Borrowed(self.tape.text(self.at)))
+    }
+
+    fn as_number(&self) -> Option<&'a Number> {
+        match self.slot() {
+            Slot::Number(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn as_boolean(&self) -> Option<bool> {
+        match self.slot() {
+            Slot::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self.slot(), Slot::Null)
+    }
+
+    fn json_type(&self) -> JsonType {
+        match self.slot() {
+            Slot::Null => JsonType::Null,
+            Slot::Bool(_) => JsonType::Boolean,
+            Slot::Number(_) => JsonType::Number,
+            Slot::Text(..) => JsonType::String,
+            Slot::Object(..) => JsonType::Object,
+            Slot::Array(..) => JsonType::Array,
+        }
+    }
+
+    fn equals_value(&self, expected: &Value) -> bool {
+        match (self.slot(), expected) {
+            (Slot::Null, Value::Null) => true,
+            (Slot::Bool(b), Value::Bool(e)) => b == e,
+            (Slot::Text(..), Value::String(e)) => self.tape.text(self.at) == e,
+            (Slot::Number(n), Value::Number(e)) => cmp::equal_numbers(n, e),
+            (Slot::Object(..), Value::Object(_)) | (Slot::Array(..), Value::Array(_)) => {
+                cmp::equal(&self.tape.value(self.at), expected)
+            }
+            _ => false,
+        }
+    }
+
+    fn to_value(&self) -> Cow<'a, Value> {
+        Cow::Owned(self.tape.value(self.at))
+    }
+
+    fn identity(&self) -> Option<NodeIdentity> {
+        Some(NodeIdentity::tagged(
+            std::ptr::from_ref(self.tape) as usize,
+            self.at,
+        ))
+    }
+}
+
+/// The members of an object on a tape.
+pub(crate) struct TapeMembers<'a> {
+    tape: &'a Tape,
+    members: Members<'a>,
+}
+
+impl<'a> Iterator for TapeMembers<'a> {
+    type Item = (&'a str, TapeNode<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, value) = self.members.next()?;
+        Some((
+            self.tape.text(key),
+            TapeNode {
+                tape: self.tape,
+                at: value,
+            },
+        ))
+    }
+}
+
+/// The items of an array on a tape.
+pub(crate) struct TapeItems<'a> {
+    tape: &'a Tape,
+    items: Elements<'a>,
+}
+
+impl<'a> Iterator for TapeItems<'a> {
+    type Item = TapeNode<'a>;
+
+    fn next(&mut self) -> Option<TapeNode<'a>> {
+        let at = self.items.next()?;
+        Some(TapeNode {
+            tape: self.tape,
+            at,
+        })
+    }
+}
+
+impl<'a> Object<'a, TapeJson> for TapeContainer<'a> {
+    type Node = TapeNode<'a>;
+    type MemberName = &'a str;
+    type MembersIter = TapeMembers<'a>;
+
+    fn len(&self) -> usize {
+        self.0.tape.container(self.0.at).0 as usize
+    }
+
+    fn get(&self, key: &Box<str>) -> Option<TapeNode<'a>> {
+        let tape = self.0.tape;
+        tape.get(self.0.at, key).map(|at| TapeNode { tape, at })
+    }
+
+    fn members(&self) -> TapeMembers<'a> {
+        TapeMembers {
+            tape: self.0.tape,
+            members: self.0.tape.members(self.0.at),
+        }
+    }
+}
+
+impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
+    type Node = TapeNode<'a>;
+    type ElementsIter = TapeItems<'a>;
+
+    fn len(&self) -> usize {
+        self.0.tape.container(self.0.at).0 as usize
+    }
+
+    fn elements(&self) -> TapeItems<'a> {
+        TapeItems {
+            tape: self.0.tape,
+            items: self.0.tape.elements(self.0.at),
+        }
+    }
+}
