@@ -15,6 +15,7 @@ mod results;
 mod score;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use self::declared::RequestTools;
 pub use self::expectations::json_eq;
@@ -191,7 +192,7 @@ impl Policy {
         let reused = if judge_calls {
             reused_ids(&calls)
         } else {
-            vec![None; calls.len()]
+            std::iter::repeat_n(None, calls.len()).collect()
         };
         let mut limits = access::Counts::new(options.counter);
         for (call, reuses) in calls.into_iter().zip(reused) {
@@ -356,7 +357,7 @@ fn finish(
 /// it reuses: ids may repeat across turns (some models send `call_0` every
 /// turn), never within one. A plain scan for the few calls a payload
 /// usually holds; a table past that.
-fn reused_ids(calls: &[ToolCall]) -> Vec<Option<usize>> {
+fn reused_ids(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
     fn id(call: &ToolCall) -> Option<(usize, &str)> {
         call.id
             .as_deref()

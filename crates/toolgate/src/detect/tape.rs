@@ -51,10 +51,23 @@ const MAX_SCRATCH: usize = 4096;
 const MAX_SCRATCH_TEXT: usize = 1 << 20;
 
 thread_local! {
-    /// Each thread's slots and text while arguments are read, kept between
-    /// calls: a tape takes its own at their size.
-    static SCRATCH: std::cell::RefCell<(Vec<Slot>, Vec<u8>)> =
-        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    /// Each thread's buffers while arguments are read, kept between calls:
+    /// a tape takes its own slots and text at their size.
+    static SCRATCH: std::cell::RefCell<Scratch> = const {
+        std::cell::RefCell::new(Scratch {
+            slots: Vec::new(),
+            text: Vec::new(),
+            keys: Vec::new(),
+        })
+    };
+}
+
+#[derive(Default)]
+struct Scratch {
+    slots: Vec<Slot>,
+    text: Vec<u8>,
+    /// The keys of the objects still open: where each is in the text.
+    keys: Vec<(u32, u32)>,
 }
 
 impl Tape {
@@ -63,13 +76,18 @@ impl Tape {
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
         // The strict reader's bound, with a level to spare.
         let depth_left = max_depth.checked_sub(2)?;
-        let (slots, text_buffer) = SCRATCH.with_borrow_mut(std::mem::take);
+        let Scratch {
+            slots,
+            text: text_buffer,
+            keys,
+        } = SCRATCH.with_borrow_mut(std::mem::take);
         let mut read = Read {
             cursor: Cursor::new(text),
             depth_left,
             slots,
             text: text_buffer,
             written: 0,
+            keys,
         };
         read.space();
         let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
@@ -77,6 +95,7 @@ impl Tape {
             mut slots,
             text,
             written,
+            mut keys,
             ..
         } = read;
         let tape = ok
@@ -86,11 +105,15 @@ impl Tape {
                 slots: slots.as_slice().to_vec(),
                 text,
             });
-        if slots.capacity() <= MAX_SCRATCH && text.len() <= MAX_SCRATCH_TEXT {
+        if slots.capacity() <= MAX_SCRATCH
+            && keys.capacity() <= MAX_SCRATCH
+            && text.len() <= MAX_SCRATCH_TEXT
+        {
             slots.clear();
+            keys.clear();
             // The text is kept at its length: it is written over, never
             // filled again.
-            SCRATCH.set((slots, text));
+            SCRATCH.set(Scratch { slots, text, keys });
         }
         tape
     }
@@ -234,6 +257,8 @@ struct Read<'a> {
     /// buffer past them.
     text: Vec<u8>,
     written: usize,
+    /// The keys of the objects still open: where each is in the text.
+    keys: Vec<(u32, u32)>,
 }
 
 reads_with_cursor!(Read);
@@ -247,19 +272,23 @@ impl Read<'_> {
                 self.at += 1;
                 let at = self.slots.len();
                 self.slots.push(Slot::Null);
-                let mut len = 0_u32;
+                let base = self.keys.len();
                 items(self, b'}', |read| {
                     read.string()?;
+                    if let Some(&Slot::Text(start, len)) = read.slots.last() {
+                        read.keys.push((start, len));
+                    }
                     read.space();
                     read.literal(":")?;
-                    read.value()?;
-                    len += 1;
-                    Some(())
+                    read.value()
                 })?;
                 self.depth_left += 1;
                 let end = u32::try_from(self.slots.len()).ok()?;
+                let len = u32::try_from(self.keys.len() - base).ok()?;
                 self.slots[at] = Slot::Object(len, end);
-                self.unique_keys(u32::try_from(at).ok()?, len)
+                self.unique_keys(base)?;
+                self.keys.truncate(base);
+                Some(())
             }
             b'[' => {
                 self.depth_left = self.depth_left.checked_sub(1)?;
@@ -350,38 +379,28 @@ impl Read<'_> {
         Number::from_f64(v)
     }
 
-    /// Whether the `len` members of the object at `at` have keys no two of
-    /// which are one key, even to a reader that ignores case
+    /// Whether the keys of the object read last (from `base` on) are
+    /// such that no two are one key, even to a reader that ignores case
     /// ([`case_twin`](super::args::case_twin)): `None` leaves it to the
     /// strict reader to say which.
-    fn unique_keys(&self, at: u32, len: u32) -> Option<()> {
-        if len < 2 {
+    fn unique_keys(&self, base: usize) -> Option<()> {
+        let keys = &self.keys[base..];
+        if keys.len() < 2 {
             return Some(());
         }
-        let keys = || {
-            let mut next = at + 1;
-            (0..len).map(move |_| {
-                let key = next;
-                next = past(&self.slots, key + 1);
-                key
-            })
-        };
-        let text = |key: u32| match self.slots[key as usize] {
-            Slot::Text(start, len) => &self.text[start as usize..(start + len) as usize],
-            _ => &[][..],
-        };
-        let stable = keys().all(|key| super::args::case_stable(text(key)));
-        if len <= 16 && stable {
-            let all: smallvec::SmallVec<[&[u8]; 16]> = keys().map(text).collect();
-            for (i, key) in all.iter().enumerate() {
-                if all[i + 1..].contains(key) {
+        let text = |(start, len): (u32, u32)| &self.text[start as usize..(start + len) as usize];
+        let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
+        if keys.len() <= 16 && stable {
+            for (i, &key) in keys.iter().enumerate() {
+                let key = text(key);
+                if keys[i + 1..].iter().any(|&other| text(other) == key) {
                     return None;
                 }
             }
             return Some(());
         }
-        let mut seen = std::collections::HashSet::with_capacity(len as usize);
-        for key in keys() {
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        for &key in keys {
             let key = text(key);
             let folded = if stable {
                 Cow::Borrowed(key)
