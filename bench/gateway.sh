@@ -27,7 +27,11 @@
 # - from the gateway's own /metrics before and after each whole-body run:
 #   the mean time per request to the upstream's headers, in the check, and
 #   in the rest (the upstream body, the audit commit, the response); the
-#   audit writer's mean group and the mean time to write and sync it.
+#   audit writer's mean group and the mean time to write and sync it;
+#   and, from /proc, the gateway process's CPU time (user + system) and
+#   its threads' switches (voluntary: a thread waited; involuntary: it
+#   was preempted) per request: figures the other load on the machine
+#   changes far less than its tail latency.
 #
 # Prints a table (added latency at p50/p99 and added time to the first text
 # byte) and, at 1000 requests/s, each goal beside its figure, met or
@@ -115,7 +119,7 @@ upstream="$(started "$out/mock.log" $!)"
 MOCK_PAUSE_MS="$pause" "$mock" 127.0.0.1:0 2> "$out/mock-stream.log" & pids+=($!)
 stream_upstream="$(started "$out/mock-stream.log" $!)"
 
-declare -A gateway_pid gateway_addr gateway_db
+declare -A gateway_pid gateway_addr gateway_db pid_at
 gateway() { # name audit-dir upstream
   local name="$1" db="$2/audit.db"
   policy "$db" > "$2/policy.yaml"
@@ -123,6 +127,7 @@ gateway() { # name audit-dir upstream
     2> "$out/gateway-$name.log" & pids+=($!)
   gateway_pid[$name]=$!
   gateway_addr[$name]="$(started "$out/gateway-$name.log" $!)"
+  pid_at[${gateway_addr[$name]}]=$!
   gateway_db[$name]="$db"
 }
 mkdir -p "$disk/whole" "$disk/stream"
@@ -217,6 +222,28 @@ while True:
 print(f"{time.monotonic() - began:.1f} s for the audit index to catch up", end="")
 PY
 }
+# A process's CPU time (clock ticks, user + system) and its threads'
+# voluntary and involuntary switches, as one JSON line.
+usage() { # pid
+  python3 - "$1" <<'PY'
+import glob, json, os, sys
+pid = sys.argv[1]
+fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+switches = {"voluntary": 0, "involuntary": 0}
+named = {"voluntary_ctxt_switches": "voluntary", "nonvoluntary_ctxt_switches": "involuntary"}
+for status in glob.glob(f"/proc/{pid}/task/*/status"):
+    try:
+        lines = open(status).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in named:
+            switches[named[key]] += int(value)
+print(json.dumps({"cpu_ticks": int(fields[11]) + int(fields[12]),
+                  "ticks_per_second": os.sysconf("SC_CLK_TCK"), **switches}))
+PY
+}
 run() { # label addr path body rate [load flags...]
   local label="$1" addr="$2" path="$3" body="$4" at="$5" name waited=""
   shift 5
@@ -224,11 +251,17 @@ run() { # label addr path body rate [load flags...]
   case "$label" in *gateway*) waited=", $(settled "$addr")" ;; esac
   echo "$label (load average $(cut -d' ' -f1-3 /proc/loadavg)$waited)" | tee -a "$out/load.txt" >&2
   # A gateway's own histograms before and after: where its time goes.
-  case "$label" in *gateway*) scrape "$addr" "$out/metrics/$name.before" ;; esac
+  case "$label" in *gateway*)
+    scrape "$addr" "$out/metrics/$name.before"
+    usage "${pid_at[$addr]}" > "$out/metrics/$name.usage.before" ;;
+  esac
   "$load" --label "$label" --url "http://$addr$path" --body "$body" \
     --connections "$connections" --duration "$duration" --rate "$at" --threads "$threads" "$@" \
     >> "$results"
-  case "$label" in *gateway*) scrape "$addr" "$out/metrics/$name.after" ;; esac
+  case "$label" in *gateway*)
+    scrape "$addr" "$out/metrics/$name.after"
+    usage "${pid_at[$addr]}" > "$out/metrics/$name.usage.after" ;;
+  esac
 }
 through=(disk)
 [ -z "$shm" ] || through+=(tmpfs)

@@ -2,7 +2,8 @@
 """The table of bench/gateway.sh: reads its results directory (results.jsonl,
 one line per load run; gateways.jsonl, each gateway's peak RSS, audited
 calls and audit file sizes; fdatasync.jsonl, the disk's own fdatasync;
-metrics/, each gateway's /metrics before and after a run; setup.json;
+metrics/, each gateway's /metrics, CPU time and thread switches before
+and after a run; setup.json;
 load.txt) and prints, per workload, requests/s and p50/p90/p99/max latency
 direct and through the gateway, the latency the gateway adds, where the
 gateway's mean time goes, the fdatasync figures, and each goal of the
@@ -117,7 +118,29 @@ def inside(out, run, route):
         stages["audit_commit_quantiles"] = bucket_quantiles(
             before_path, after_path, "toolgate_audit_commit_duration_seconds"
         )
+    stages["usage"] = usage(out, name, after, route)
     return stages
+
+
+def usage(out, name, after, route):
+    """The gateway's CPU time (ms) and thread switches per request during
+    a run, from its /proc figures before and after it (None without them);
+    requests counted by its request histogram."""
+    paths = [os.path.join(out, "metrics", f"{name}.usage.{at}") for at in ("before", "after")]
+    if not all(os.path.exists(p) for p in paths):
+        return None
+    before, after_usage = (read_lines(p)[0] for p in paths)
+    before_metrics = histograms(os.path.join(out, "metrics", name + ".before"))
+    key = ("toolgate_request_duration_seconds", route)
+    requests = after.get(key, (0.0, 0.0))[1] - before_metrics.get(key, (0.0, 0.0))[1]
+    if requests <= 0:
+        return None
+    ticks = after_usage["cpu_ticks"] - before["cpu_ticks"]
+    return {
+        "cpu_ms": ticks / after_usage["ticks_per_second"] * 1e3 / requests,
+        "voluntary": (after_usage["voluntary"] - before["voluntary"]) / requests,
+        "involuntary": (after_usage["involuntary"] - before["involuntary"]) / requests,
+    }
 
 
 def name_of(run):
@@ -249,6 +272,12 @@ def print_inside(out, through, route, g):
         f"check {stages['check']:.3f}, upstream body + audit commit + response {rest:.3f}, "
         f"all {stages['request']:.3f}"
     )
+    if stages.get("usage"):
+        use = stages["usage"]
+        print(
+            f"    per request: {use['cpu_ms']:.3f} ms of CPU (the whole process: its indexer too), "
+            f"{use['voluntary']:.2f} voluntary and {use['involuntary']:.2f} involuntary thread switches"
+        )
     if "audit_commit" in stages:
         bounds = stages.get("audit_commit_quantiles")
         spread = f" (p50 at most {bounds[0]:g}, p99 at most {bounds[1]:g} ms)" if bounds else ""

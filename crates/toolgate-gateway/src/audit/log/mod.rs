@@ -115,6 +115,7 @@ impl LogStore {
                 indexer_stopped: false,
                 index_error: None,
                 hurry: false,
+                idle: false,
             },
         ));
         let (file, capacity) = start_segment(&shared, end)?;

@@ -13,9 +13,18 @@ use super::segments::{self, Dir, SEGMENT_BYTES, SPARES};
 pub(crate) struct Shared {
     pub(super) dir: Dir,
     state: Mutex<State>,
+    /// The indexer waits here: for records, or out its pause. Told of a
+    /// durable group only while it waits for records, so that a group
+    /// written during its pause does not wake it for nothing (under load,
+    /// that was one more thread switch per group).
+    indexer: Condvar,
+    /// Those waiting for the index ([`Shared::caught_up`]) wait here.
     changed: Condvar,
 }
 
+// Each flag is a separate fact the writer, the indexer and the waiters
+// set and wait on under the one lock.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug)]
 pub(super) struct State {
     /// The starts of the segments on disk, oldest first; the last is the
@@ -40,6 +49,8 @@ pub(super) struct State {
     pub(super) index_error: Option<String>,
     /// Someone waits for the index: no pause before the next records.
     pub(super) hurry: bool,
+    /// The indexer waits for records (not in its pause, not at work).
+    pub(super) idle: bool,
 }
 
 /// What the indexer should do next.
@@ -61,6 +72,7 @@ impl Shared {
         Shared {
             dir,
             state: Mutex::new(state),
+            indexer: Condvar::new(),
             changed: Condvar::new(),
         }
     }
@@ -79,13 +91,17 @@ impl Shared {
     pub(crate) fn durable_up_to(&self, position: u64) {
         let mut state = self.state();
         state.durable = state.durable.max(position);
+        let idle = state.idle;
         drop(state);
-        self.changed.notify_all();
+        if idle {
+            self.indexer.notify_one();
+        }
     }
 
     /// The writer has stopped: no record comes any more.
     pub(super) fn writer_stopped(&self) {
         self.state().writer_stopped = true;
+        self.indexer.notify_one();
         self.changed.notify_all();
     }
 
@@ -112,11 +128,13 @@ impl Shared {
 
     /// Wait, at most `wait`, for records past `position`.
     pub(crate) fn work(&self, position: u64, wait: Duration) -> Work {
-        let state = self.state();
-        let (state, _) = relock(
-            self.changed
+        let mut state = self.state();
+        state.idle = true;
+        let (mut state, _) = relock(
+            self.indexer
                 .wait_timeout_while(state, wait, |s| s.durable <= position && !s.writer_stopped),
         );
+        state.idle = false;
         if state.durable > position {
             Work::Records(state.durable)
         } else if state.writer_stopped {
@@ -164,7 +182,7 @@ impl Shared {
     pub(crate) fn pause(&self, wait: Duration) {
         let state = self.state();
         let (mut state, _) = relock(
-            self.changed
+            self.indexer
                 .wait_timeout_while(state, wait, |s| !s.hurry && !s.writer_stopped),
         );
         state.hurry = false;
@@ -175,7 +193,7 @@ impl Shared {
     pub(crate) fn caught_up(&self) -> Result<(), String> {
         let mut state = self.state();
         state.hurry = true;
-        self.changed.notify_all();
+        self.indexer.notify_one();
         let target = state.durable;
         let state = relock(self.changed.wait_while(state, |s| {
             s.indexed < target && s.index_error.is_none() && !s.indexer_stopped

@@ -246,3 +246,56 @@ fn indexed_segments_are_let_go_and_spares_reused() {
     assert_eq!(shared.state().segments, vec![second]);
     assert_eq!(read_back(&shared, second, durable(&store)), ids(6, 6));
 }
+
+/// The indexer is woken by a durable group only while it waits for
+/// records: one waiting is told at once; one in its pause is left asleep
+/// (it takes the group when the pause ends), and is cut short by someone
+/// waiting for the index.
+#[test]
+fn a_durable_group_wakes_the_indexer_only_while_it_waits_for_records() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let (_dir, _, store) = fresh();
+    let shared = store.shared();
+    let start = durable(&store);
+    let long = Duration::from_secs(600);
+    let until_idle = |idle: bool| {
+        while shared.state().idle != idle {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+
+    let (told, work) = mpsc::channel();
+    let waiting = Arc::clone(&shared);
+    std::thread::spawn(move || {
+        let found = match waiting.work(start, long) {
+            Work::Records(to) => Some(to),
+            Work::Idle | Work::Done => None,
+        };
+        told.send(found).unwrap();
+    });
+    until_idle(true);
+    shared.durable_up_to(start + 100);
+    // Told well before its wait of ten minutes ends.
+    assert_eq!(work.recv_timeout(long / 10).unwrap(), Some(start + 100));
+    until_idle(false);
+
+    // In its pause, a durable group leaves it asleep; a waiter for the
+    // index wakes it.
+    let (paused, pause) = mpsc::channel();
+    let pausing = Arc::clone(&shared);
+    std::thread::spawn(move || {
+        pausing.pause(long);
+        paused.send(()).unwrap();
+    });
+    shared.durable_up_to(start + 200);
+    assert!(!shared.state().idle);
+    assert!(pause.recv_timeout(Duration::from_millis(200)).is_err());
+    let waiter = Arc::clone(&shared);
+    let caught_up = std::thread::spawn(move || waiter.caught_up());
+    pause.recv_timeout(long / 10).unwrap();
+    shared.index_reached(start + 200);
+    caught_up.join().unwrap().unwrap();
+    assert!(!shared.state().hurry, "the pause takes the hurry");
+}
