@@ -18,6 +18,7 @@
 //! The one difference: each call's `raw_arguments` is left empty (the
 //! checks never read it) unless `with_raw` asks for it, as the tests do.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use serde_json::{Map, Number, Value};
@@ -73,7 +74,7 @@ pub(crate) fn read_calls(
     let mut calls = Vec::with_capacity(count);
     let mut nodes = Vec::with_capacity(tool_calls.len());
     for call in tool_calls.iter() {
-        let mut fields = Fields::read(&call, b"tool_call", false)?;
+        let mut fields = Fields::read(&call, "tool_call", false)?;
         let args = fields.args.take()?;
         let args = args.cast::<PyDict>().ok()?;
         let before = reader.bytes;
@@ -92,7 +93,7 @@ pub(crate) fn read_calls(
     }
     if let Some(invalid) = invalid_tool_calls {
         for call in invalid.iter() {
-            let fields = Fields::read(&call, b"invalid_tool_call", true)?;
+            let fields = Fields::read(&call, "invalid_tool_call", true)?;
             let raw = match &fields.args {
                 None => String::new(),
                 Some(text) => {
@@ -146,43 +147,52 @@ struct Fields<'py> {
 
 impl<'py> Fields<'py> {
     /// A call's dict of `name`, `args`, `id` and `type` (`tag`, when
-    /// present), and `error` for an invalid call.
-    fn read(call: &Bound<'py, PyAny>, tag: &[u8], invalid: bool) -> Option<Fields<'py>> {
+    /// present), and `error` for an invalid call; no other key.
+    fn read(call: &Bound<'py, PyAny>, tag: &str, invalid: bool) -> Option<Fields<'py>> {
+        let py = call.py();
         let dict = call.cast::<PyDict>().ok()?;
-        let mut name = None;
-        let mut id = None;
-        let mut args = None;
-        for (key, value) in dict.iter() {
-            let key = key.cast::<PyString>().ok()?.to_str().ok()?;
-            match key.as_bytes() {
-                b"name" => name = Some(text(&value)?.to_owned()),
-                b"args" => args = Some(value),
-                b"id" => {
-                    if !value.is_none() {
-                        id = Some(text(&value)?.to_owned());
-                    }
-                }
-                b"type" => {
-                    if text(&value)?.as_bytes() != tag {
-                        return None;
-                    }
-                }
-                b"error" if invalid => {
-                    if !value.is_none() {
-                        text(&value)?;
-                    }
-                }
-                _ => return None,
-            }
-        }
-        let name = name.filter(|n| !n.is_empty())?;
-        if id.as_deref() == Some("") {
+        // Looked up by interned keys, whose hashes are kept: cheaper than
+        // reading every key's text.
+        let get = |key: &Bound<'py, PyString>| dict.get_item(key).ok();
+        let name = get(intern!(py, "name"))?;
+        let args = get(intern!(py, "args"))?;
+        let id = get(intern!(py, "id"))?;
+        let kind = get(intern!(py, "type"))?;
+        let error = if invalid {
+            get(intern!(py, "error"))?
+        } else {
+            None
+        };
+        let found = [&name, &args, &id, &kind, &error]
+            .iter()
+            .filter(|v| v.is_some())
+            .count();
+        if found != dict.len() {
             return None;
         }
-        if invalid && args.as_ref().is_some_and(PyAnyMethods::is_none) {
-            args = None;
+        if let Some(kind) = &kind {
+            if text(kind)? != tag {
+                return None;
+            }
         }
-        Some(Fields { name, id, args })
+        if let Some(error) = error.filter(|e| !e.is_none()) {
+            text(&error)?;
+        }
+        let name = name?;
+        let name = text(&name)?;
+        let id = match id.filter(|id| !id.is_none()) {
+            None => None,
+            Some(id) => Some(text(&id)?.to_owned()),
+        };
+        if name.is_empty() || id.as_deref() == Some("") {
+            return None;
+        }
+        let args = args.filter(|a| !(invalid && a.is_none()));
+        Some(Fields {
+            name: name.to_owned(),
+            id,
+            args,
+        })
     }
 
     fn call(self, index: usize, arguments: Arguments, raw_arguments: String) -> ToolCall {
@@ -235,43 +245,97 @@ impl Reader {
         Some(map)
     }
 
-    /// One value at `depth` (its container's level), in `write_json`'s
-    /// order of types.
+    /// One value at `depth` (its container's level).
     fn value(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
         self.nodes += 1;
-        if let Ok(text) = value.cast::<PyString>() {
-            let text = text.to_str().ok()?;
-            self.bytes += 6 * text.len() + 2;
-            Some(Value::String(text.to_owned()))
-        } else if let Ok(dict) = value.cast::<PyDict>() {
-            self.object(dict, depth + 1).map(Value::Object)
-        } else if let Ok(list) = value.cast::<PyList>() {
-            if depth + 1 > self.max_depth {
-                return None;
+        match Kind::of(value)? {
+            Kind::Str => {
+                let text = value.cast::<PyString>().ok()?.to_str().ok()?;
+                self.bytes += 6 * text.len() + 2;
+                Some(Value::String(text.to_owned()))
             }
-            self.bytes += 2;
-            let mut items = Vec::with_capacity(list.len());
-            for item in list.iter() {
-                self.bytes += 1;
-                items.push(self.value(&item, depth + 1)?);
+            Kind::Dict => self
+                .object(value.cast::<PyDict>().ok()?, depth + 1)
+                .map(Value::Object),
+            Kind::List => {
+                let list = value.cast::<PyList>().ok()?;
+                if depth + 1 > self.max_depth {
+                    return None;
+                }
+                self.bytes += 2;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list.iter() {
+                    self.bytes += 1;
+                    items.push(self.value(&item, depth + 1)?);
+                }
+                Some(Value::Array(items))
             }
-            Some(Value::Array(items))
+            Kind::None => {
+                self.bytes += 4;
+                Some(Value::Null)
+            }
+            Kind::Bool => {
+                self.bytes += 5;
+                Some(Value::Bool(value.cast::<PyBool>().ok()?.is_true()))
+            }
+            Kind::Int => {
+                self.bytes += 20;
+                if let Ok(n) = value.extract::<i64>() {
+                    Some(Value::from(n))
+                } else {
+                    value.extract::<u64>().ok().map(Value::from)
+                }
+            }
+            Kind::Float => {
+                self.bytes += 24;
+                float_as_read(value.cast::<PyFloat>().ok()?.value()).map(Value::Number)
+            }
+        }
+    }
+}
+
+/// The JSON kind of a Python value, as `write_json` tells it.
+enum Kind {
+    Str,
+    Dict,
+    List,
+    None,
+    Bool,
+    Int,
+    Float,
+}
+
+impl Kind {
+    /// The exact types first (a pointer comparison each); then, for their
+    /// subclasses, `write_json`'s order of checks (`bool` before `int`,
+    /// its base class). `None` for any other type.
+    fn of(value: &Bound<'_, PyAny>) -> Option<Kind> {
+        if value.is_exact_instance_of::<PyString>() {
+            Some(Kind::Str)
+        } else if value.is_exact_instance_of::<PyDict>() {
+            Some(Kind::Dict)
+        } else if value.is_exact_instance_of::<PyList>() {
+            Some(Kind::List)
         } else if value.is_none() {
-            self.bytes += 4;
-            Some(Value::Null)
-        } else if let Ok(flag) = value.cast::<PyBool>() {
-            self.bytes += 5;
-            Some(Value::Bool(flag.is_true()))
-        } else if let Ok(int) = value.cast::<PyInt>() {
-            self.bytes += 20;
-            if let Ok(n) = int.extract::<i64>() {
-                Some(Value::from(n))
-            } else {
-                int.extract::<u64>().ok().map(Value::from)
-            }
-        } else if let Ok(float) = value.cast::<PyFloat>() {
-            self.bytes += 24;
-            float_as_read(float.value()).map(Value::Number)
+            Some(Kind::None)
+        } else if value.is_exact_instance_of::<PyBool>() {
+            Some(Kind::Bool)
+        } else if value.is_exact_instance_of::<PyInt>() {
+            Some(Kind::Int)
+        } else if value.is_exact_instance_of::<PyFloat>() {
+            Some(Kind::Float)
+        } else if value.is_instance_of::<PyString>() {
+            Some(Kind::Str)
+        } else if value.is_instance_of::<PyDict>() {
+            Some(Kind::Dict)
+        } else if value.is_instance_of::<PyList>() {
+            Some(Kind::List)
+        } else if value.is_instance_of::<PyBool>() {
+            Some(Kind::Bool)
+        } else if value.is_instance_of::<PyInt>() {
+            Some(Kind::Int)
+        } else if value.is_instance_of::<PyFloat>() {
+            Some(Kind::Float)
         } else {
             None
         }
