@@ -365,3 +365,84 @@ fn value_nodes(value: &Value) -> usize {
         _ => 0,
     }
 }
+
+/// The dict of `clean` (what `normalize` kept of `sent`, an arguments
+/// dict): equal to [`object_to_python`](crate::convert::object_to_python)
+/// of it, made of `sent`'s own keys and values wherever they are of the
+/// exact type and value `clean` holds, so that little is allocated again.
+pub(crate) fn cleaned_dict<'py>(
+    sent: &Bound<'py, PyDict>,
+    clean: &Map<String, Value>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = sent.py();
+    let out = PyDict::new(py);
+    let mut kept = clean.iter().peekable();
+    for (key, value) in sent.iter() {
+        let Some((name, item)) = kept.peek() else {
+            break;
+        };
+        // `clean`'s keys are `sent`'s, in order, some left out.
+        if !key.is_exact_instance_of::<PyString>() || key.cast::<PyString>()?.to_str()? != *name {
+            continue;
+        }
+        out.set_item(key, reuse(&value, item)?)?;
+        kept.next();
+    }
+    // Every key of `clean` is one of `sent`'s; should one not be found,
+    // the dict is built from `clean` alone.
+    if kept.peek().is_some() {
+        return crate::convert::object_to_python(py, clean);
+    }
+    Ok(out)
+}
+
+/// `sent` when it is `clean` exactly, else the Python value of `clean`
+/// (its containers made of `sent`'s items where they can be).
+fn reuse<'py>(sent: &Bound<'py, PyAny>, clean: &Value) -> PyResult<Bound<'py, PyAny>> {
+    let same = match clean {
+        Value::Object(map) => {
+            if let Ok(dict) = sent.cast_exact::<PyDict>() {
+                return Ok(cleaned_dict(dict, map)?.into_any());
+            }
+            false
+        }
+        Value::Array(items) => match sent.cast_exact::<PyList>() {
+            Ok(list) if list.len() == items.len() => {
+                let out = PyList::empty(sent.py());
+                for (value, item) in list.iter().zip(items) {
+                    out.append(reuse(&value, item)?)?;
+                }
+                return Ok(out.into_any());
+            }
+            _ => false,
+        },
+        Value::Null => sent.is_none(),
+        Value::Bool(flag) => {
+            sent.is_exact_instance_of::<PyBool>() && sent.cast::<PyBool>()?.is_true() == *flag
+        }
+        Value::String(text) => {
+            sent.is_exact_instance_of::<PyString>() && sent.cast::<PyString>()?.to_str()? == text
+        }
+        Value::Number(number) => {
+            if sent.is_exact_instance_of::<PyInt>() {
+                number
+                    .as_i64()
+                    .is_some_and(|n| sent.extract::<i64>().ok() == Some(n))
+                    || number
+                        .as_u64()
+                        .is_some_and(|n| sent.extract::<u64>().ok() == Some(n))
+            } else if sent.is_exact_instance_of::<PyFloat>() {
+                number.is_f64()
+                    && number.as_f64().map(f64::to_bits)
+                        == Some(sent.cast::<PyFloat>()?.value().to_bits())
+            } else {
+                false
+            }
+        }
+    };
+    if same {
+        Ok(sent.clone())
+    } else {
+        crate::convert::to_python(sent.py(), clean)
+    }
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Map, Value};
@@ -609,9 +610,13 @@ impl Gate {
             if let Some(toolgate::Arguments::Object(clean)) =
                 verdict.inner.calls.get(index).map(|c| &c.arguments)
             {
-                tool_calls
-                    .get_item(index)?
-                    .set_item("args", convert::object_to_python(py, clean)?)?;
+                let call = tool_calls.get_item(index)?;
+                let args = intern!(py, "args");
+                let cleaned = match call.get_item(args)?.cast::<PyDict>() {
+                    Ok(sent) => direct::cleaned_dict(sent, clean)?,
+                    Err(_) => convert::object_to_python(py, clean)?,
+                };
+                call.set_item(args, cleaned)?;
             }
         }
         Ok((always || !verdict.inner.passed).then_some(verdict))

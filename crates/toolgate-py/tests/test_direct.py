@@ -111,10 +111,20 @@ def assert_same(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None 
     cleaned = copy.deepcopy(calls)
     for index, arguments in verdict._cleaned_arguments():
         cleaned[index]["args"] = arguments
-    assert mutable == cleaned
+    assert typed(mutable) == typed(cleaned)
     lean = copy.deepcopy(calls)
     assert (gate(lean, copy.deepcopy(invalid)) is None) == verdict.passed
-    assert lean == cleaned
+    assert typed(lean) == typed(cleaned)
+
+
+def typed(value: Any) -> Any:
+    """`value` with the type of every leaf and container: `True` is not
+    `1`, nor `1.0`."""
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple, set)):
+        return (type(value).__name__, [typed(v) for v in value])
+    return (type(value).__name__, repr(value))
 
 
 def as_langchain(verdict: toolgate.Verdict) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

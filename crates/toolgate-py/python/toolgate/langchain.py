@@ -242,6 +242,8 @@ class ToolgateMiddleware(AgentMiddleware):
         failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
+        if not self._max_retries:
+            return self._exhausted(response, *failed)
         loop = self._loop(request, response, gate, failed)
         try:
             retry = next(loop)
@@ -260,6 +262,8 @@ class ToolgateMiddleware(AgentMiddleware):
         failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
+        if not self._max_retries:
+            return self._exhausted(response, *failed)
         loop = self._loop(request, response, gate, failed)
         try:
             retry = next(loop)
