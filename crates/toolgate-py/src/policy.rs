@@ -147,27 +147,21 @@ impl Options {
         py.detach(|| policy.check_with(bytes, self.check_options(declared)))
     }
 
-    /// LangChain's calls checked: read straight from their dicts when
-    /// `direct` and they are of the plain shape, else from their JSON text.
-    /// The verdict tells which calls `normalize` cleaned.
+    /// LangChain's calls checked: read straight from their dicts when they
+    /// are of the plain shape, else from their JSON text. The verdict tells
+    /// which calls `normalize` cleaned.
     fn check_calls(
         &self,
         py: Python<'_>,
         policy: &toolgate::Policy,
         calls: &Bound<'_, PyList>,
         invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-        direct: bool,
     ) -> PyResult<Verdict> {
         let declared = self.tools.as_ref().map(Py::get);
         let options = self.check_options(declared);
         let invalid = invalid_list(invalid_tool_calls);
         let cleaning = policy.normalize().is_active();
-        let read = if direct {
-            direct::read_calls(calls, invalid.as_ref(), policy.limits(), false)
-        } else {
-            None
-        };
-        if let Some(read) = read {
+        if let Some(read) = direct::read_calls(calls, invalid.as_ref(), policy.limits(), false) {
             // Releasing the GIL and taking it back costs 0.03 to 0.1 µs,
             // a few percent of checking a small answer: only a large one,
             // whose check takes tens of µs, lets other threads run.
@@ -375,26 +369,7 @@ impl Policy {
     ) -> PyResult<Verdict> {
         let options = Options::read(self, results, phase, caller, require_calls, tools)?;
         let calls = calls_list(tool_calls)?;
-        options.check_calls(py, &self.inner, &calls, invalid_tool_calls, true)
-    }
-
-    /// [`check_calls`](Self::check_calls) through the calls' JSON text
-    /// always: what the direct reading must equal, for the tests.
-    #[pyo3(signature = (tool_calls, *, invalid_tool_calls=None, results=false, phase="trajectory", caller=None, require_calls=false, tools=None))]
-    fn _check_calls_as_json(
-        &self,
-        py: Python<'_>,
-        tool_calls: &Bound<'_, PyAny>,
-        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
-        results: bool,
-        phase: &str,
-        caller: Option<&Bound<'_, PyAny>>,
-        require_calls: bool,
-        tools: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Verdict> {
-        let options = Options::read(self, results, phase, caller, require_calls, tools)?;
-        let calls = calls_list(tool_calls)?;
-        options.check_calls(py, &self.inner, &calls, invalid_tool_calls, false)
+        options.check_calls(py, &self.inner, &calls, invalid_tool_calls)
     }
 
     /// Whether LangChain's calls read straight from their dicts are the
@@ -603,9 +578,9 @@ impl Gate {
         invalid_tool_calls: Option<&Bound<'_, PyAny>>,
         always: bool,
     ) -> PyResult<Option<Verdict>> {
-        let verdict =
-            self.options
-                .check_calls(py, &self.policy, tool_calls, invalid_tool_calls, true)?;
+        let verdict = self
+            .options
+            .check_calls(py, &self.policy, tool_calls, invalid_tool_calls)?;
         for &index in &verdict.cleaned {
             if let Some(toolgate::Arguments::Object(clean)) =
                 verdict.inner.calls.get(index).map(|c| &c.arguments)

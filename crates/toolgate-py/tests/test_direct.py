@@ -1,8 +1,8 @@
 """LangChain's calls read straight from their dicts give the verdict their
 JSON text gives: `check_calls` (which reads them directly when it can) and
-the middleware's gate against `_check_calls_as_json` (which always writes
-and reads the text), on the calls of every fixture and example and on
-generated answers, clean and defective."""
+the middleware's gate against `check` of the message they make (which
+writes them as JSON text and reads it), on the calls of every fixture and
+example and on generated answers, clean and defective."""
 
 from __future__ import annotations
 
@@ -83,9 +83,42 @@ def outcome(check: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
     return "verdict", (verdict.to_dict(), verdict._cleaned_arguments())
 
 
+def as_json(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None, **kwargs: Any) -> tuple[str, Any]:
+    """The outcome of the message LangChain's calls make, read from its
+    JSON text, with the arguments `normalize` cleaned (those that lost a
+    value: it only drops values)."""
+    message: dict[str, Any] = {"tool_calls": calls}
+    if invalid is not None:
+        message["invalid_tool_calls"] = invalid
+    kind, found = outcome(p.check, message, **kwargs)
+    if kind == "error":
+        return kind, found
+    verdict, _ = found
+    checked = verdict["calls"]
+    cleaned = []
+    if len(checked) == len(calls) + len(invalid or []):
+        for index, call in enumerate(calls):
+            arguments = checked[index]["arguments"]
+            if isinstance(arguments, dict) and isinstance(call, dict) and lost(call.get("args"), arguments):
+                cleaned.append((index, arguments))
+    return kind, (verdict, cleaned)
+
+
+def lost(sent: Any, clean: Any) -> bool:
+    """Whether `clean` lost a value of `sent`: a dict or list whose length
+    differs, at any depth."""
+    if isinstance(clean, dict):
+        return isinstance(sent, dict) and (
+            len(sent) != len(clean) or any(k not in sent or lost(sent[k], v) for k, v in clean.items())
+        )
+    if isinstance(clean, list):
+        return isinstance(sent, list) and (len(sent) != len(clean) or any(lost(s, c) for s, c in zip(sent, clean)))
+    return False
+
+
 def assert_same(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None = None, **kwargs: Any) -> None:
     """`check_calls`, the gate and `_direct_agrees` against the JSON text."""
-    expected = outcome(p._check_calls_as_json, calls, invalid_tool_calls=invalid, **kwargs)
+    expected = as_json(p, calls, invalid, **kwargs)
     assert outcome(p.check_calls, calls, invalid_tool_calls=invalid, **kwargs) == expected
     try:
         agrees = p._direct_agrees(calls, invalid)
@@ -97,7 +130,7 @@ def assert_same(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None 
     # The middleware's gate: the response phase, the cleaned arguments
     # written into the calls.
     response = {**kwargs, "phase": "response"}
-    expected = outcome(p._check_calls_as_json, calls, invalid_tool_calls=invalid, **response)
+    expected = as_json(p, calls, invalid, **response)
     tools = response.get("tools")
     gate = p._gate(caller=response.get("caller"), tools=p.declare(tools) if tools is not None else None)
     mutable = copy.deepcopy(calls)

@@ -122,17 +122,6 @@ class Policy:
         require_calls: bool = False,
         tools: _Tools = None,
     ) -> Verdict: ...
-    def _check_calls_as_json(
-        self,
-        tool_calls: Sequence[Mapping[str, Any]],
-        *,
-        invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,
-        results: bool = False,
-        phase: _Phase = "trajectory",
-        caller: _Caller | None = None,
-        require_calls: bool = False,
-        tools: _Tools = None,
-    ) -> Verdict: ...
     def _direct_agrees(
         self,
         tool_calls: Sequence[Mapping[str, Any]],
