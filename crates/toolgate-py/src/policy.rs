@@ -570,8 +570,11 @@ impl Gate {
     /// the model's in each call's dict (`args`), whatever the verdict:
     /// what is checked is what executes. The verdict, or `None` when every
     /// call passed and `always` is false.
+    ///
+    /// A method rather than `__call__`: its arguments come as a vector
+    /// (`METH_FASTCALL`), not as a tuple made for each call.
     #[pyo3(signature = (tool_calls, invalid_tool_calls=None, always=false))]
-    fn __call__(
+    fn check(
         &self,
         py: Python<'_>,
         tool_calls: &Bound<'_, PyList>,

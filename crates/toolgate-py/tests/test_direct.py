@@ -135,7 +135,7 @@ def assert_same(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None 
     gate = p._gate(caller=response.get("caller"), tools=p.declare(tools) if tools is not None else None)
     mutable = copy.deepcopy(calls)
     try:
-        verdict = gate(mutable, copy.deepcopy(invalid), True)
+        verdict = gate.check(mutable, copy.deepcopy(invalid), True)
     except Exception as err:  # noqa: BLE001
         assert expected == ("error", (type(err).__name__, str(err)))
         return
@@ -146,7 +146,7 @@ def assert_same(p: toolgate.Policy, calls: list[Any], invalid: list[Any] | None 
         cleaned[index]["args"] = arguments
     assert typed(mutable) == typed(cleaned)
     lean = copy.deepcopy(calls)
-    assert (gate(lean, copy.deepcopy(invalid)) is None) == verdict.passed
+    assert (gate.check(lean, copy.deepcopy(invalid)) is None) == verdict.passed
     assert typed(lean) == typed(cleaned)
 
 
@@ -339,10 +339,10 @@ def test_the_gate_gives_no_verdict_when_every_call_passes() -> None:
     p = policy("normalize")
     gate = p._gate(tools=p.declare(TOOLS))
     calls = [{"name": "search", "args": {"q": "x", "limit": None, "status": [], "when": {}}, "id": "c1", "type": "tool_call"}]
-    assert gate(calls) is None
+    assert gate.check(calls) is None
     assert calls[0]["args"] == {"q": "x"}
     bad = [{"name": "search", "args": {"limit": None}, "id": "c1", "type": "tool_call"}]
-    verdict = gate(bad)
+    verdict = gate.check(bad)
     assert verdict is not None and not verdict.passed
     assert bad[0]["args"] == {}
     assert [v.code for v in verdict.violations] == ["schema_violation"]

@@ -85,7 +85,7 @@ _Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
 
 @final
 class _Gate:
-    def __call__(
+    def check(
         self,
         tool_calls: list[Any],
         invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,

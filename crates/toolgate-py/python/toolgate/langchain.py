@@ -342,7 +342,7 @@ class ToolgateMiddleware(AgentMiddleware):
             return None
         # The gate writes the cleaned arguments into `calls`; it gives no
         # verdict when every call passed, unless one is needed.
-        verdict = gate(calls, [_readable(c) for c in invalid] if invalid else None, self._always)
+        verdict = gate.check(calls, [_readable(c) for c in invalid] if invalid else None, self._always)
         if verdict is None:
             return None
         extra = self._extra(calls) if self._always else {}
