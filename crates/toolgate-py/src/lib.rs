@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod convert;
+mod direct;
 mod policy;
 mod verdict;
 
@@ -16,6 +17,7 @@ mod verdict;
 fn _toolgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<policy::Policy>()?;
     m.add_class::<policy::DeclaredTools>()?;
+    m.add_class::<policy::Gate>()?;
     m.add_class::<verdict::Verdict>()?;
     m.add_class::<verdict::Call>()?;
     m.add_class::<verdict::Violation>()?;

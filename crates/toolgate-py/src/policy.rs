@@ -6,12 +6,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Map, Value};
 use toolgate::{Caller, CheckOptions, Phase};
 
 use crate::convert::{self, payload_bytes, to_json, write_json};
+use crate::direct;
 use crate::verdict::Verdict;
 
 pyo3::create_exception!(
@@ -145,6 +147,66 @@ impl Options {
         py.detach(|| policy.check_with(bytes, self.check_options(declared)))
     }
 
+    /// LangChain's calls checked: read straight from their dicts when they
+    /// are of the plain shape, else from their JSON text. The verdict tells
+    /// which calls `normalize` cleaned.
+    fn check_calls(
+        &self,
+        py: Python<'_>,
+        policy: &toolgate::Policy,
+        calls: &Bound<'_, PyList>,
+        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Verdict> {
+        let declared = self.tools.as_ref().map(Py::get);
+        let options = self.check_options(declared);
+        let invalid = invalid_list(invalid_tool_calls);
+        let cleaning = policy.normalize().is_active();
+        if let Some(read) = direct::read_calls(calls, invalid.as_ref(), policy.limits(), false) {
+            // Releasing the GIL and taking it back costs 0.03 to 0.1 µs,
+            // a few percent of checking a small answer: only a large one,
+            // whose check takes tens of µs, lets other threads run.
+            let detection = read.detection;
+            let inner = if read.bytes >= DETACH_BYTES {
+                py.detach(|| policy.judge(detection, options))
+            } else {
+                policy.judge(detection, options)
+            };
+            let mut cleaned = Vec::new();
+            if cleaning {
+                for (checked, &sent) in inner.calls.iter().zip(&read.nodes) {
+                    if let toolgate::Arguments::Object(clean) = &checked.arguments {
+                        if direct::nodes(clean) != sent {
+                            cleaned.push(checked.index);
+                        }
+                    }
+                }
+            }
+            return Ok(Verdict { inner, cleaned });
+        }
+        let bytes = langchain_json(calls, invalid_tool_calls)?;
+        let sent = calls.len()
+            + invalid_tool_calls
+                .filter(|v| !v.is_none())
+                .map_or(0, |v| v.len().unwrap_or(0));
+        let inner = py.detach(|| policy.check_with(&bytes, options));
+        let mut cleaned = Vec::new();
+        // Cleaned arguments are told by position: only when the engine read
+        // exactly the calls LangChain holds, in order.
+        if cleaning && inner.calls.len() == sent {
+            for (sent, checked) in calls.iter().zip(&inner.calls) {
+                let toolgate::Arguments::Object(clean) = &checked.arguments else {
+                    continue;
+                };
+                if let Ok(args) = sent.get_item("args") {
+                    if convert::object_cleaned(&args, clean) {
+                        cleaned.push(checked.index);
+                    }
+                }
+            }
+        }
+        Ok(Verdict { inner, cleaned })
+    }
+
     fn check_options<'a>(&'a self, declared: Option<&'a DeclaredTools>) -> CheckOptions<'a> {
         CheckOptions {
             results: self.results,
@@ -156,6 +218,43 @@ impl Options {
             phase: self.phase,
         }
     }
+}
+
+/// The size of LangChain's calls (as JSON text, at most) from which their
+/// check releases the GIL.
+const DETACH_BYTES: usize = 16 * 1024;
+
+/// `tool_calls` as a list.
+fn calls_list<'py>(tool_calls: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    tool_calls
+        .cast::<PyList>()
+        .cloned()
+        .map_err(|_| PyValueError::new_err("tool_calls is a list of ToolCall dicts"))
+}
+
+/// `invalid_tool_calls`, when it is a list (`None`: absent, or another
+/// iterable, which only the JSON text reads).
+fn invalid_list<'py>(invalid: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyList>> {
+    invalid
+        .filter(|v| !v.is_none())
+        .and_then(|v| v.cast::<PyList>().ok().cloned())
+}
+
+/// What LangChain's `AIMessage` holds, as the JSON text the engine reads
+/// as a LangChain message: `tool_calls`, then `invalid_tool_calls`.
+fn langchain_json(
+    calls: &Bound<'_, PyList>,
+    invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(256);
+    bytes.extend_from_slice(b"{\"tool_calls\":");
+    write_json(calls.as_any(), &mut bytes, 1)?;
+    if let Some(invalid) = invalid_tool_calls.filter(|v| !v.is_none()) {
+        bytes.extend_from_slice(b",\"invalid_tool_calls\":");
+        write_json(invalid, &mut bytes, 1)?;
+    }
+    bytes.push(b'}');
+    Ok(bytes)
 }
 
 /// `f` applied to every item, in order, on every core.
@@ -269,38 +368,45 @@ impl Policy {
         tools: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Verdict> {
         let options = Options::read(self, results, phase, caller, require_calls, tools)?;
-        let calls = tool_calls
-            .cast::<PyList>()
-            .map_err(|_| PyValueError::new_err("tool_calls is a list of ToolCall dicts"))?;
-        // What LangChain's AIMessage holds, read as the engine reads a
-        // LangChain message: `tool_calls`, then `invalid_tool_calls`.
-        let mut bytes = Vec::with_capacity(256);
-        bytes.extend_from_slice(b"{\"tool_calls\":");
-        write_json(calls.as_any(), &mut bytes, 1)?;
-        let mut sent = calls.len();
-        if let Some(invalid) = invalid_tool_calls.filter(|v| !v.is_none()) {
-            bytes.extend_from_slice(b",\"invalid_tool_calls\":");
-            write_json(invalid, &mut bytes, 1)?;
-            sent += invalid.len().unwrap_or(0);
-        }
-        bytes.push(b'}');
-        let inner = options.check(py, &self.inner, &bytes);
-        let mut cleaned = Vec::new();
-        // Cleaned arguments are told by position: only when the engine read
-        // exactly the calls LangChain holds, in order.
-        if self.inner.normalize().is_active() && inner.calls.len() == sent {
-            for (sent, checked) in calls.iter().zip(&inner.calls) {
-                let toolgate::Arguments::Object(clean) = &checked.arguments else {
-                    continue;
-                };
-                if let Ok(args) = sent.get_item("args") {
-                    if convert::object_cleaned(&args, clean) {
-                        cleaned.push(checked.index);
-                    }
-                }
-            }
-        }
-        Ok(Verdict { inner, cleaned })
+        let calls = calls_list(tool_calls)?;
+        options.check_calls(py, &self.inner, &calls, invalid_tool_calls)
+    }
+
+    /// Whether LangChain's calls read straight from their dicts are the
+    /// calls read from their JSON text (`None`: the direct reading
+    /// declined them), for the tests.
+    #[pyo3(signature = (tool_calls, invalid_tool_calls=None))]
+    fn _direct_agrees(
+        &self,
+        tool_calls: &Bound<'_, PyAny>,
+        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<bool>> {
+        let calls = calls_list(tool_calls)?;
+        let invalid = invalid_list(invalid_tool_calls);
+        let limits = self.inner.limits();
+        let Some(direct) = direct::read_calls(&calls, invalid.as_ref(), limits, true) else {
+            return Ok(None);
+        };
+        let bytes = langchain_json(&calls, invalid_tool_calls)?;
+        Ok(Some(
+            direct.detection == toolgate::detect_with(&bytes, limits)
+                && direct.bytes >= bytes.len(),
+        ))
+    }
+
+    /// A gate for a LangChain middleware: `tool_calls` and
+    /// `invalid_tool_calls` of one answer checked in the response phase, as
+    /// `caller`, against `tools` (declared with this policy).
+    #[pyo3(signature = (*, caller=None, tools=None))]
+    fn _gate(
+        &self,
+        caller: Option<&Bound<'_, PyAny>>,
+        tools: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Gate> {
+        Ok(Gate {
+            policy: Arc::clone(&self.inner),
+            options: Options::read(self, false, "response", caller, false, tools)?,
+        })
     }
 
     /// Check many payloads on every core; the verdicts come back in order.
@@ -447,5 +553,50 @@ impl DeclaredTools {
             .iter()
             .map(|v| v.message.clone())
             .collect()
+    }
+}
+
+/// A LangChain middleware's check of one answer, with its caller and tools
+/// read once (`Policy._gate`).
+#[pyclass(frozen, module = "toolgate", name = "_Gate")]
+pub(crate) struct Gate {
+    policy: Arc<toolgate::Policy>,
+    options: Options,
+}
+
+#[pymethods]
+impl Gate {
+    /// Check an answer's calls. The arguments `normalize` cleaned replace
+    /// the model's in each call's dict (`args`), whatever the verdict:
+    /// what is checked is what executes. The verdict, or `None` when every
+    /// call passed and `always` is false.
+    ///
+    /// A method rather than `__call__`: its arguments come as a vector
+    /// (`METH_FASTCALL`), not as a tuple made for each call.
+    #[pyo3(signature = (tool_calls, invalid_tool_calls=None, always=false))]
+    fn check(
+        &self,
+        py: Python<'_>,
+        tool_calls: &Bound<'_, PyList>,
+        invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+        always: bool,
+    ) -> PyResult<Option<Verdict>> {
+        let verdict = self
+            .options
+            .check_calls(py, &self.policy, tool_calls, invalid_tool_calls)?;
+        for &index in &verdict.cleaned {
+            if let Some(toolgate::Arguments::Object(clean)) =
+                verdict.inner.calls.get(index).map(|c| &c.arguments)
+            {
+                let call = tool_calls.get_item(index)?;
+                let args = intern!(py, "args");
+                let cleaned = match call.get_item(args)?.cast::<PyDict>() {
+                    Ok(sent) => direct::cleaned_dict(sent, clean)?,
+                    Err(_) => convert::object_to_python(py, clean)?,
+                };
+                call.set_item(args, cleaned)?;
+            }
+        }
+        Ok((always || !verdict.inner.passed).then_some(verdict))
     }
 }

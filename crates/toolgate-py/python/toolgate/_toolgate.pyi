@@ -2,7 +2,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, TypedDict, final
 
-__all__ = ["Policy", "DeclaredTools", "Verdict", "Call", "Violation", "PolicyError", "_restore_policy", "__version__"]
+__all__ = ["Policy", "DeclaredTools", "_Gate", "Verdict", "Call", "Violation", "PolicyError", "_restore_policy", "__version__"]
 __version__: str
 
 _Payload = bytes | str | Mapping[str, Any] | Sequence[Any]
@@ -84,6 +84,15 @@ class DeclaredTools:
 _Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
 
 @final
+class _Gate:
+    def check(
+        self,
+        tool_calls: list[Any],
+        invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        always: bool = False,
+    ) -> Verdict | None: ...
+
+@final
 class Policy:
     def __init__(self) -> None: ...
     @staticmethod
@@ -113,6 +122,12 @@ class Policy:
         require_calls: bool = False,
         tools: _Tools = None,
     ) -> Verdict: ...
+    def _direct_agrees(
+        self,
+        tool_calls: Sequence[Mapping[str, Any]],
+        invalid_tool_calls: Sequence[Mapping[str, Any]] | None = None,
+    ) -> bool | None: ...
+    def _gate(self, *, caller: _Caller | None = None, tools: _Tools = None) -> _Gate: ...
     def check_many(
         self,
         payloads: Iterable[_Payload],

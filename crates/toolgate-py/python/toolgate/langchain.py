@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+from operator import is_
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -37,6 +38,7 @@ from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, T
 from langchain_core.messages import AIMessage, ToolMessage
 
 from . import Policy, ToolCallBlocked, Verdict
+from ._toolgate import _Gate
 
 __all__ = [
     "DEFAULT_PLACEHOLDER_STRINGS",
@@ -114,11 +116,16 @@ def _structured_tools(response_format: Any) -> list[dict[str, Any]]:
 
 
 def _ai_message(response: Any) -> AIMessage | None:
-    if isinstance(response, AIMessage):
+    if type(response) is ModelResponse:
+        # What a model node's handler returns, looked at first.
+        messages = response.result
+    elif isinstance(response, AIMessage):
         return response
-    if isinstance(response, ExtendedModelResponse):
-        response = response.model_response
-    for message in getattr(response, "result", None) or []:
+    else:
+        if isinstance(response, ExtendedModelResponse):
+            response = response.model_response
+        messages = getattr(response, "result", None) or []
+    for message in messages:
         if isinstance(message, AIMessage):
             return message
     return None
@@ -204,9 +211,18 @@ class ToolgateMiddleware(AgentMiddleware):
             }
         )
         self._tools = list(tools) if tools is not None else None
-        # Compiled tool lists by the identity of their tools; each entry
-        # holds its tools, so no id is reused while it is cached.
-        self._cache: dict[tuple[int, ...], tuple[Any, list[Any]]] = {}
+        # The gate of each tool list (its tools compiled, the caller read),
+        # by the identity of its tools; each entry holds its tools, so no id
+        # is reused while it is cached.
+        self._cache: dict[tuple[int, ...], tuple[_Gate, list[Any]]] = {}
+        # The gate without tools: the policy's alone.
+        self._bare = self._policy._gate(caller=self._caller)
+        # The last tool list seen, a copy of it, its response format and
+        # its gate: an agent sends the same list object on every model call.
+        self._last: tuple[Any, list[Any], Any, _Gate] = ((), [], None, self._bare)
+        # With extra validators the verdict is needed even when every call
+        # passed the engine's checks.
+        self._always = bool(self._extra_validators)
 
     @property
     def policy(self) -> Policy:
@@ -222,11 +238,13 @@ class ToolgateMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
         response = handler(request)
-        declared = self._declared(request)
-        failed = self._check(_ai_message(response), declared)
+        gate = self._gate(request)
+        failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
-        loop = self._loop(request, response, declared, failed)
+        if not self._max_retries:
+            return self._exhausted(response, *failed)
+        loop = self._loop(request, response, gate, failed)
         try:
             retry = next(loop)
             while True:
@@ -240,11 +258,13 @@ class ToolgateMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
         response = await handler(request)
-        declared = self._declared(request)
-        failed = self._check(_ai_message(response), declared)
+        gate = self._gate(request)
+        failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
-        loop = self._loop(request, response, declared, failed)
+        if not self._max_retries:
+            return self._exhausted(response, *failed)
+        loop = self._loop(request, response, gate, failed)
         try:
             retry = next(loop)
             while True:
@@ -256,7 +276,7 @@ class ToolgateMiddleware(AgentMiddleware):
         self,
         request: ModelRequest[Any],
         response: Any,
-        declared: Any,
+        gate: _Gate,
         failed: tuple[AIMessage, Verdict, dict[int, list[str]]],
     ) -> Generator[ModelRequest[Any], Any, Any]:
         """Ask again with the errors of ``failed`` (the check of
@@ -278,30 +298,38 @@ class ToolgateMiddleware(AgentMiddleware):
             replies = _replies(ai, verdict, extra)
             conversation = [*conversation, ai, *replies]
             response = yield request.override(messages=conversation)
-            checked = self._check(_ai_message(response), declared)
+            checked = self._check(_ai_message(response), gate)
             if checked is None:
                 return response
             failed = checked
 
-    def _declared(self, request: ModelRequest[Any]) -> Any:
-        """The tools the answer may call, compiled: ``tools`` or the
-        agent's, and the structured-output tools of its response format."""
-        tools = self._tools if self._tools is not None else list(getattr(request, "tools", None) or [])
+    def _gate(self, request: ModelRequest[Any]) -> _Gate:
+        """The check of the answer's calls against the tools it may call:
+        ``tools`` or the agent's, and the structured-output tools of its
+        response format, compiled once per tool list."""
+        tools = self._tools if self._tools is not None else getattr(request, "tools", None) or ()
         response_format = getattr(request, "response_format", None)
+        last = self._last
+        # The same list holding the same tools (compared by identity: a
+        # list's `==` takes an element identical to itself as equal first).
+        if last[0] is tools and last[2] is response_format and all(map(is_, tools, last[1])) and len(tools) == len(last[1]):
+            return last[3]
         if not tools and response_format is None:
-            return None
+            return self._bare
         key = (*map(id, tools), id(response_format))
         cached = self._cache.get(key)
         if cached is None:
             if len(self._cache) >= _CACHE_SIZE:
                 self._cache.clear()
             declarations = [tool_declaration(t) for t in tools] + _structured_tools(response_format)
-            cached = (self._policy.declare(declarations), [*tools, response_format])
+            declared = self._policy.declare(declarations)
+            cached = (self._policy._gate(caller=self._caller, tools=declared), [*tools, response_format])
             self._cache[key] = cached
+        self._last = (tools, list(tools), response_format, cached[0])
         return cached[0]
 
     def _check(
-        self, ai: AIMessage | None, declared: Any
+        self, ai: AIMessage | None, gate: _Gate
     ) -> tuple[AIMessage, Verdict, dict[int, list[str]]] | None:
         """``None`` when ``ai`` holds no call or every call passed (its
         arguments now the cleaned ones); else the answer, its verdict and
@@ -312,16 +340,12 @@ class ToolgateMiddleware(AgentMiddleware):
         invalid = ai.invalid_tool_calls
         if not calls and not invalid:
             return None
-        verdict = self._policy.check_calls(
-            calls,
-            invalid_tool_calls=[_readable(c) for c in invalid] if invalid else None,
-            phase="response",
-            caller=self._caller,
-            tools=declared,
-        )
-        for index, arguments in verdict._cleaned_arguments():
-            calls[index]["args"] = arguments
-        extra = self._extra(calls) if self._extra_validators else {}
+        # The gate writes the cleaned arguments into `calls`; it gives no
+        # verdict when every call passed, unless one is needed.
+        verdict = gate.check(calls, [_readable(c) for c in invalid] if invalid else None, self._always)
+        if verdict is None:
+            return None
+        extra = self._extra(calls) if self._always else {}
         if verdict.passed and not extra:
             return None
         return ai, verdict, extra

@@ -4,8 +4,10 @@
 //! not JSON Schema, a name declared twice) is `invalid_tool_schema`, and the
 //! whole payload fails: its calls cannot be checked against it.
 
+use rustc_hash::FxHashSet;
 use serde_json::Value;
 
+use super::name;
 use crate::policy::names::NameSet;
 use crate::policy::{declare, parse_tool, Policy, Problem, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
@@ -20,6 +22,11 @@ pub(crate) struct RequestTools {
     pub(crate) specs: ToolTable,
     /// The names the policy declares, and those the request declares.
     pub(crate) names: NameSet,
+    /// The names of `names` that pass the name checks on sight (no
+    /// violation of [`name::violation`] with these tools): computed once,
+    /// so that a call of a declared tool is not compared with every
+    /// forbidden name again.
+    pub(crate) safe: FxHashSet<String>,
 }
 
 impl RequestTools {
@@ -76,6 +83,12 @@ impl RequestTools {
         for name in own.names() {
             names.insert(name);
         }
-        RequestTools { specs, names }
+        let safe = names
+            .names()
+            .iter()
+            .filter(|name| name::violation(policy, Some(&names), 0, name).is_none())
+            .cloned()
+            .collect();
+        RequestTools { specs, names, safe }
     }
 }

@@ -105,7 +105,7 @@ impl Policy {
         declared: Option<&DeclaredTools>,
         name: &str,
     ) -> Option<Violation> {
-        name::violation(self, declared.map(|d| &d.tools.names), 0, name)
+        name::request_violation(self, declared.map(|d| &d.tools), 0, name)
     }
 
     /// Whether `caller` may call a tool named `name` at all, given the tools
@@ -266,7 +266,7 @@ impl Policy {
             ..
         } = call;
         let mut found = Vec::new();
-        let named = name::violation(self, request.map(|r| &r.names), index, &name);
+        let named = name::request_violation(self, request, index, &name);
         let forbidden = named
             .as_ref()
             .is_some_and(|v| v.code == ViolationCode::Forbidden);

@@ -2,6 +2,7 @@
 //! look-alikes of a forbidden name; then the allowlist (`allowed_functions`,
 //! else the declared tools) matches exactly.
 
+use super::declared::RequestTools;
 use crate::policy::names::NameSet;
 use crate::policy::Policy;
 use crate::verdict::{Violation, ViolationCode};
@@ -74,6 +75,20 @@ pub(crate) fn violation(
         name,
         message,
     ))
+}
+
+/// [`violation`] given the tools a request declared, when it did: a name
+/// of their safe set passes at once.
+pub(crate) fn request_violation(
+    policy: &Policy,
+    request: Option<&RequestTools>,
+    call: usize,
+    name: &str,
+) -> Option<Violation> {
+    match request {
+        Some(request) if request.safe.contains(name) => None,
+        _ => violation(policy, request.map(|r| &r.names), call, name),
+    }
 }
 
 /// `allowed_functions` when set, else the declared tools when there are

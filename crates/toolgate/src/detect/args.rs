@@ -324,8 +324,11 @@ pub(crate) fn case_stable(key: &[u8]) -> bool {
 /// (`path` and `Path`, `s` and `ſ`, `name` and `name\u0000`): such a reader
 /// may take either value, so the arguments are refused as holding a key
 /// twice. Only objects with a key that is not [`case_stable`] are looked
-/// at twice.
-pub(crate) fn case_twin(map: &Map<String, Value>) -> Option<&str> {
+/// at twice. Public for readers that build arguments from values already
+/// parsed (the Python bindings' reading of LangChain's calls), which must
+/// refuse what the text reader refuses.
+#[must_use]
+pub fn case_twin(map: &Map<String, Value>) -> Option<&str> {
     if map.len() < 2 || map.keys().all(|key| case_stable(key.as_bytes())) {
         return None;
     }
