@@ -1,7 +1,9 @@
 //! Check every payload of the check workload (`bench/workload.py`) a number
 //! of times, with toolgate or with the bench's naive pipeline, for a
 //! profiler: `valgrind --tool=callgrind
-//! target/release/examples/check_workload [ROUNDS] [toolgate|naive]`.
+//! target/release/examples/check_workload [ROUNDS] [toolgate|naive|read]`
+//! (`read`: toolgate, then every call's arguments read as a `serde_json`
+//! object, as the gateway's audit and `eval --out` read them).
 
 #[path = "../benches/workload.rs"]
 mod workload;
@@ -11,10 +13,11 @@ fn main() {
     let rounds: usize = args
         .next()
         .map_or(1, |n| n.parse().expect("ROUNDS is a number"));
-    let naive = match args.next().as_deref() {
-        None | Some("toolgate") => false,
-        Some("naive") => true,
-        Some(other) => panic!("{other}: toolgate or naive"),
+    let (naive, read) = match args.next().as_deref() {
+        None | Some("toolgate") => (false, false),
+        Some("naive") => (true, false),
+        Some("read") => (false, true),
+        Some(other) => panic!("{other}: toolgate, naive or read"),
     };
     let workload = workload::Workload::load();
     let validators = workload::naive_validators(&workload);
@@ -24,7 +27,13 @@ fn main() {
             passed += usize::from(if naive {
                 workload::naive_check(&validators, std::hint::black_box(body)) == Some(0)
             } else {
-                std::hint::black_box(workload.policy.check(body)).passed
+                let verdict = workload.policy.check(body);
+                if read {
+                    for call in &verdict.calls {
+                        std::hint::black_box(call.arguments.as_object().map(serde_json::Map::len));
+                    }
+                }
+                std::hint::black_box(verdict).passed
             });
         }
     }
