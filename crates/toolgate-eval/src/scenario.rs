@@ -472,3 +472,28 @@ fn clip(text: String) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::key_finder;
+
+    #[test]
+    fn the_json_ranked_finder_finds_a_key_wherever_it_lies() {
+        let finder = key_finder(b"\"output\"");
+        let filler = r#"{"id":"c1","type":"function","function":{"name":"put","arguments":"{}"}},"#;
+        for before in 0..40 {
+            let head = filler.repeat(before);
+            let line = format!(r#"{{{head}"output":{{"a":1}},"outputs":"output"}}"#);
+            let at = head.len() + 1;
+            assert_eq!(
+                finder.find(line.as_bytes()),
+                Some(at),
+                "after {before} fillers"
+            );
+            let near = line
+                .replacen("\"output\"", "\"outputs\"", 1)
+                .replace("\"output\"", "");
+            assert_eq!(finder.find(near.as_bytes()), None, "{near}");
+        }
+    }
+}
