@@ -19,6 +19,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use memchr::arch::all::packedpair::HeuristicFrequencyRank;
 use memchr::memmem;
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -108,8 +109,8 @@ impl Evaluator {
             base_dir,
             overrides: Mutex::new(FxHashMap::default()),
             options,
-            output_key: memmem::Finder::new(b"\"output\""),
-            policy_key: memmem::Finder::new(b"\"policy\""),
+            output_key: key_finder(b"\"output\""),
+            policy_key: key_finder(b"\"policy\""),
         })
     }
 
@@ -211,6 +212,41 @@ impl Evaluator {
         match Policy::from_value(&value, self.base_dir.as_deref()) {
             Ok(policy) => Override::Policy(Box::new(policy)),
             Err(err) => Override::Bad(err.to_string()),
+        }
+    }
+}
+
+/// A finder of `needle` in JSON text. memchr's SIMD search first looks for
+/// the needle's two rarest bytes; its default table of how common bytes are
+/// is English text's, where `"` is rare, so in JSON, where every key and
+/// string starts with one, it stops at every string to compare. Ranked
+/// for JSON instead, it looks for two letters, and searches a line of a
+/// chat completion in half the time.
+fn key_finder(needle: &'static [u8]) -> memmem::Finder<'static> {
+    memmem::FinderBuilder::new().build_forward_with_ranker(JsonRank, needle)
+}
+
+/// How common each byte is in JSON: its punctuation most of all, then
+/// letters in the order of their frequency in English text (keys and
+/// values are mostly English words), then digits, then the rest.
+struct JsonRank;
+
+impl HeuristicFrequencyRank for JsonRank {
+    fn rank(&self, byte: u8) -> u8 {
+        const LETTERS: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz";
+        match byte {
+            b'"' | b':' | b',' | b'{' | b'}' | b'[' | b']' | b' ' | b'\\' => 255,
+            b'a'..=b'z' => {
+                let at = LETTERS
+                    .iter()
+                    .position(|&l| l == byte)
+                    .unwrap_or(LETTERS.len());
+                // 250 for `e` down to 200 for `z`.
+                250 - u8::try_from(at * 2).unwrap_or(50)
+            }
+            b'0'..=b'9' => 190,
+            b'A'..=b'Z' => 150,
+            _ => 100,
         }
     }
 }
@@ -433,6 +469,31 @@ fn clip(text: String) -> String {
             let mut cut = text[..at].to_owned();
             cut.push('…');
             cut
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::key_finder;
+
+    #[test]
+    fn the_json_ranked_finder_finds_a_key_wherever_it_lies() {
+        let finder = key_finder(b"\"output\"");
+        let filler = r#"{"id":"c1","type":"function","function":{"name":"put","arguments":"{}"}},"#;
+        for before in 0..40 {
+            let head = filler.repeat(before);
+            let line = format!(r#"{{{head}"output":{{"a":1}},"outputs":"output"}}"#);
+            let at = head.len() + 1;
+            assert_eq!(
+                finder.find(line.as_bytes()),
+                Some(at),
+                "after {before} fillers"
+            );
+            let near = line
+                .replacen("\"output\"", "\"outputs\"", 1)
+                .replace("\"output\"", "");
+            assert_eq!(finder.find(near.as_bytes()), None, "{near}");
         }
     }
 }
