@@ -219,9 +219,14 @@ impl std::fmt::Debug for ObjectArguments {
     }
 }
 
+/// Written from the tape while the object was never built: the same text.
 impl Serialize for ObjectArguments {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        (**self).serialize(serializer)
+        match (&self.owned, self.built.get(), &self.tape) {
+            (Some(map), _, _) | (None, Some(map), _) => map.serialize(serializer),
+            (None, None, Some(tape)) => tape.serialize(serializer),
+            (None, None, None) => Map::new().serialize(serializer),
+        }
     }
 }
 

@@ -103,6 +103,12 @@ proptest! {
     fn schemas_judge_a_tape_as_they_judge_its_object(value in json_value()) {
         let Value::Object(_) = value else { return Ok(()) };
         let text = value.to_string();
+        // Written from the tape, and from the object built from it.
+        let limits = toolgate::Limits::default();
+        let on_tape = toolgate::detect::parse_arguments(&text, &limits);
+        let built = toolgate::detect::parse_arguments(&text, &limits);
+        prop_assert!(built.as_object().is_some());
+        prop_assert_eq!(serde_json::to_string(&on_tape).unwrap(), serde_json::to_string(&built).unwrap());
         for schema in schemas() {
             if let Some(on_tape) = schema.passes_on_tape(&text) {
                 prop_assert_eq!(on_tape, schema.passes(&value), "{}", text);

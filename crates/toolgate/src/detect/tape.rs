@@ -209,6 +209,44 @@ impl Tape {
     }
 }
 
+/// The tape written as the JSON object it holds, as its `serde_json`
+/// object would be written: the same members in the same order.
+impl serde::Serialize for Tape {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        At(self, 0).serialize(serializer)
+    }
+}
+
+/// The value at a slot of a tape, to be written.
+struct At<'t>(&'t Tape, u32);
+
+impl serde::Serialize for At<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let At(tape, at) = *self;
+        match &tape.slots[at as usize] {
+            Slot::Null => serializer.serialize_unit(),
+            Slot::Bool(b) => serializer.serialize_bool(*b),
+            Slot::Number(n) => n.serialize(serializer),
+            Slot::Text(..) => serializer.serialize_str(tape.text(at)),
+            Slot::Object(len, _) => {
+                let mut map = serializer.serialize_map(Some(*len as usize))?;
+                for (key, value) in tape.members(at) {
+                    map.serialize_entry(tape.text(key), &At(tape, value))?;
+                }
+                map.end()
+            }
+            Slot::Array(len, _) => {
+                let mut list = serializer.serialize_seq(Some(*len as usize))?;
+                for item in tape.elements(at) {
+                    list.serialize_element(&At(tape, item))?;
+                }
+                list.end()
+            }
+        }
+    }
+}
+
 struct Members<'t> {
     tape: &'t Tape,
     next: u32,
