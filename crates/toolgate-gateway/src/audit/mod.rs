@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use toolgate::policy::AuditSettings;
-use toolgate::{Arguments, Verdict};
+use toolgate::Verdict;
 
 pub use self::jsonl::JsonlStore;
 pub use self::postgres::PostgresStore;
@@ -116,11 +116,9 @@ impl AuditRecord {
                 index: call.index,
                 id: call.id.clone(),
                 tool: call.name.clone(),
-                arguments: match &call.arguments {
-                    Arguments::Object(map) => Value::Object((**map).clone()),
-                    Arguments::Text(text) => Value::String(text.clone()),
-                    Arguments::Invalid(_) => Value::Null,
-                },
+                // Written straight from the arguments' tape: the object,
+                // the text, or null when they could not be read.
+                arguments: serde_json::to_value(&call.arguments).unwrap_or(Value::Null),
                 valid: call.valid,
                 codes: call.violations.iter().map(|v| v.code.as_str()).collect(),
                 idempotency_key: keys.get(at).filter(|_| released).cloned(),
