@@ -140,14 +140,17 @@ impl<'a> Checks<'a> {
             .chain(declared(request))
     }
 
+    /// Whether a declaration of the tool says it takes no arguments.
+    fn takes_no_arguments(&self) -> bool {
+        self.declared
+            .iter()
+            .any(|spec| spec.is_function() && spec.takes_no_arguments)
+    }
+
     /// Whether arguments on a tape pass every check, with nothing to say:
     /// when not, [`check_object`](Self::check_object) says what fails.
     fn pass_tape(&self, tape: &Tape) -> bool {
-        let no_arguments = self
-            .declared
-            .iter()
-            .any(|spec| spec.is_function() && spec.takes_no_arguments);
-        (!no_arguments || tape.len() == 0)
+        (!self.takes_no_arguments() || tape.len() == 0)
             && self.required.iter().all(|param| tape.contains_key(param))
             && self.all_schemas().all(|schema| schema.passes_tape(tape))
     }
@@ -159,11 +162,7 @@ impl<'a> Checks<'a> {
         map: &mut Map<String, Value>,
         out: &mut Vec<Violation>,
     ) {
-        let no_arguments = self
-            .declared
-            .iter()
-            .any(|spec| spec.is_function() && spec.takes_no_arguments);
-        if no_arguments && !map.is_empty() {
+        if self.takes_no_arguments() && !map.is_empty() {
             let keys: Vec<String> = map.keys().take(5).map(|k| format!("'{k}'")).collect();
             let more = if map.len() > keys.len() { ", ..." } else { "" };
             out.push(

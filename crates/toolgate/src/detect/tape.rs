@@ -76,44 +76,35 @@ impl Tape {
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
         // The strict reader's bound, with a level to spare.
         let depth_left = max_depth.checked_sub(2)?;
-        let Scratch {
-            slots,
-            text: text_buffer,
-            keys,
-        } = SCRATCH.with_borrow_mut(std::mem::take);
         let mut read = Read {
             cursor: Cursor::new(text),
             depth_left,
-            slots,
-            text: text_buffer,
+            buffers: SCRATCH.with_borrow_mut(std::mem::take),
             written: 0,
-            keys,
         };
         read.space();
         let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
         let Read {
-            mut slots,
-            text,
+            mut buffers,
             written,
-            mut keys,
             ..
         } = read;
         let tape = ok
-            .then(|| String::from_utf8(text[..written].to_vec()).ok())
+            .then(|| String::from_utf8(buffers.text[..written].to_vec()).ok())
             .flatten()
             .map(|text| Tape {
-                slots: slots.as_slice().to_vec(),
+                slots: buffers.slots.clone(),
                 text,
             });
-        if slots.capacity() <= MAX_SCRATCH
-            && keys.capacity() <= MAX_SCRATCH
-            && text.len() <= MAX_SCRATCH_TEXT
+        if buffers.slots.capacity() <= MAX_SCRATCH
+            && buffers.keys.capacity() <= MAX_SCRATCH
+            && buffers.text.len() <= MAX_SCRATCH_TEXT
         {
-            slots.clear();
-            keys.clear();
+            buffers.slots.clear();
+            buffers.keys.clear();
             // The text is kept at its length: it is written over, never
             // filled again.
-            SCRATCH.set(Scratch { slots, text, keys });
+            SCRATCH.set(buffers);
         }
         tape
     }
@@ -157,11 +148,6 @@ impl Tape {
             Slot::Text(start, len) => &self.text[start as usize..(start + len) as usize],
             _ => "",
         }
-    }
-
-    /// The slot past the value at `at`.
-    fn past(&self, at: u32) -> u32 {
-        past(&self.slots, at)
     }
 
     /// The key and value slots of the object at `at`.
@@ -262,7 +248,7 @@ impl Iterator for Members<'_> {
         }
         self.left -= 1;
         let key = self.next;
-        self.next = self.tape.past(key + 1);
+        self.next = past(&self.tape.slots, key + 1);
         Some((key, key + 1))
     }
 }
@@ -282,7 +268,7 @@ impl Iterator for Elements<'_> {
         }
         self.left -= 1;
         let item = self.next;
-        self.next = self.tape.past(item);
+        self.next = past(&self.tape.slots, item);
         Some(item)
     }
 }
@@ -290,13 +276,11 @@ impl Iterator for Elements<'_> {
 struct Read<'a> {
     cursor: Cursor<'a>,
     depth_left: usize,
-    slots: Vec<Slot>,
-    /// The strings read, decoded, in the first `written` bytes (UTF-8); a
-    /// buffer past them.
-    text: Vec<u8>,
+    /// The slots read; the strings read, decoded, in the first `written`
+    /// bytes of the text (UTF-8), a buffer past them; the keys of the
+    /// objects still open.
+    buffers: Scratch,
     written: usize,
-    /// The keys of the objects still open: where each is in the text.
-    keys: Vec<(u32, u32)>,
 }
 
 reads_with_cursor!(Read);
@@ -308,31 +292,31 @@ impl Read<'_> {
             b'{' => {
                 self.depth_left = self.depth_left.checked_sub(1)?;
                 self.at += 1;
-                let at = self.slots.len();
-                self.slots.push(Slot::Null);
-                let base = self.keys.len();
+                let at = self.buffers.slots.len();
+                self.buffers.slots.push(Slot::Null);
+                let base = self.buffers.keys.len();
                 items(self, b'}', |read| {
                     read.string()?;
-                    if let Some(&Slot::Text(start, len)) = read.slots.last() {
-                        read.keys.push((start, len));
+                    if let Some(&Slot::Text(start, len)) = read.buffers.slots.last() {
+                        read.buffers.keys.push((start, len));
                     }
                     read.space();
                     read.literal(":")?;
                     read.value()
                 })?;
                 self.depth_left += 1;
-                let end = u32::try_from(self.slots.len()).ok()?;
-                let len = u32::try_from(self.keys.len() - base).ok()?;
-                self.slots[at] = Slot::Object(len, end);
+                let end = u32::try_from(self.buffers.slots.len()).ok()?;
+                let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
+                self.buffers.slots[at] = Slot::Object(len, end);
                 self.unique_keys(base)?;
-                self.keys.truncate(base);
+                self.buffers.keys.truncate(base);
                 Some(())
             }
             b'[' => {
                 self.depth_left = self.depth_left.checked_sub(1)?;
                 self.at += 1;
-                let at = self.slots.len();
-                self.slots.push(Slot::Null);
+                let at = self.buffers.slots.len();
+                self.buffers.slots.push(Slot::Null);
                 let mut len = 0_u32;
                 items(self, b']', |read| {
                     read.value()?;
@@ -340,21 +324,23 @@ impl Read<'_> {
                     Some(())
                 })?;
                 self.depth_left += 1;
-                let end = u32::try_from(self.slots.len()).ok()?;
-                self.slots[at] = Slot::Array(len, end);
+                let end = u32::try_from(self.buffers.slots.len()).ok()?;
+                self.buffers.slots[at] = Slot::Array(len, end);
                 Some(())
             }
             b'"' => self.string(),
-            b'n' => self.literal("null").map(|()| self.slots.push(Slot::Null)),
+            b'n' => self
+                .literal("null")
+                .map(|()| self.buffers.slots.push(Slot::Null)),
             b't' => self
                 .literal("true")
-                .map(|()| self.slots.push(Slot::Bool(true))),
+                .map(|()| self.buffers.slots.push(Slot::Bool(true))),
             b'f' => self
                 .literal("false")
-                .map(|()| self.slots.push(Slot::Bool(false))),
+                .map(|()| self.buffers.slots.push(Slot::Bool(false))),
             _ => {
                 let number = self.number_value()?;
-                self.slots.push(Slot::Number(number));
+                self.buffers.slots.push(Slot::Number(number));
                 Some(())
             }
         }
@@ -371,19 +357,21 @@ impl Read<'_> {
         let from = self.written;
         let len = if body[first] == b'"' {
             let end = from + first;
-            if self.text.len() < end {
-                self.text.resize(end.max(2 * self.text.len()), 0);
+            if self.buffers.text.len() < end {
+                self.buffers
+                    .text
+                    .resize(end.max(2 * self.buffers.text.len()), 0);
             }
-            self.text[from..end].copy_from_slice(&body[..first]);
+            self.buffers.text[from..end].copy_from_slice(&body[..first]);
             self.at = start + first + 1;
             first
         } else {
-            let (end, len) = decode(body, &mut self.text, from)?;
+            let (end, len) = decode(body, &mut self.buffers.text, from)?;
             self.at = start + end + 1;
             len
         };
         self.written += len;
-        self.slots.push(Slot::Text(
+        self.buffers.slots.push(Slot::Text(
             u32::try_from(from).ok()?,
             u32::try_from(len).ok()?,
         ));
@@ -422,11 +410,12 @@ impl Read<'_> {
     /// ([`case_twin`](super::args::case_twin)): `None` leaves it to the
     /// strict reader to say which.
     fn unique_keys(&self, base: usize) -> Option<()> {
-        let keys = &self.keys[base..];
+        let keys = &self.buffers.keys[base..];
         if keys.len() < 2 {
             return Some(());
         }
-        let text = |(start, len): (u32, u32)| &self.text[start as usize..(start + len) as usize];
+        let text =
+            |(start, len): (u32, u32)| &self.buffers.text[start as usize..(start + len) as usize];
         let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
         if keys.len() <= 16 && stable {
             for (i, &key) in keys.iter().enumerate() {
