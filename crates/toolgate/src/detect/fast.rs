@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, signature, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox,
-    Raw, Seen, SIMPLE,
+    add_rare, decoded, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox, Raw, Seen,
+    SIMPLE,
 };
 
 /// Read `text`, one whole JSON document and nothing after it, whose
@@ -77,13 +77,6 @@ macro_rules! keys {
 
         /// Every key of the table.
         pub(crate) const KEYS: &[&str] = &[$($key),*];
-
-        /// One bit for each (first letter in lower case, length) pair of a
-        /// key of the table: most other keys are told apart by it alone.
-        const SIGNATURES: [u64; crate::detect::node::SIGNATURES / 64] = mark(
-            mark(mark([0; 16], KEYS), crate::detect::positions::RARE),
-            crate::detect::positions::STREAM_KEYS,
-        );
 
         /// How each field's value is read, by field number.
         const TAKES: &[Take] = &[$(Take::$take),*];
@@ -171,34 +164,14 @@ pub(crate) fn is_key(key: &str) -> bool {
     field(key).is_some()
 }
 
-/// `table` with the bit of each of `keys` set.
-const fn mark(mut table: [u64; 16], keys: &[&str]) -> [u64; 16] {
-    let mut i = 0;
-    while i < keys.len() {
-        let bit = signature(keys[i].as_bytes());
-        table[bit / 64] |= 1 << (bit % 64);
-        i += 1;
-    }
-    table
-}
-
 /// Whether a key that is not the table's may be another spelling of one
-/// ([`variant_of`]): answered at once for the ASCII keys no key of the
-/// table shares a first letter and a length with.
+/// ([`variant_of`]): for an ASCII key, whether a key toolgate reads spells
+/// it in another case (the few keys of its signature are looked at).
 fn may_be_variant(key: &str) -> bool {
-    let bytes = key.as_bytes();
-    if bytes.is_empty() {
-        return false;
-    }
     if !key.is_ascii() {
         return variant_of(key).is_some();
     }
-    if bytes.len() > 31 {
-        return false;
-    }
-    let bit = signature(bytes);
-    SIGNATURES[bit / 64] & (1 << (bit % 64)) != 0
-        && spelled(bytes).is_some_and(|known| known != key)
+    spelled(key.as_bytes()).is_some_and(|known| known != key)
 }
 
 /// A field's value as read, before it is stored.
