@@ -21,7 +21,7 @@ use self::declared::RequestTools;
 pub use self::expectations::json_eq;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
-use crate::detect::{detect_with, Detection};
+use crate::detect::{detect_to_judge, Detection};
 use crate::model::{Caller, ToolCall};
 use crate::policy::access::RateLimit;
 use crate::policy::{Expectations, Policy};
@@ -132,7 +132,7 @@ impl Policy {
     /// Read `bytes` and check them with `options`.
     #[must_use]
     pub fn check_with(&self, bytes: &[u8], options: CheckOptions<'_>) -> Verdict {
-        self.judge(detect_with(bytes, &self.limits), options)
+        self.judge(detect_to_judge(bytes, &self.limits), options)
     }
 
     /// Check what [`detect`](crate::detect()) found.

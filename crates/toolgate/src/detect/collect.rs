@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::detect::args::parse_arguments;
 use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
 use crate::detect::node::Raw;
+use crate::detect::tape::Tape;
 use crate::detect::Detection;
 use crate::model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, ContentShape, Format,
@@ -22,6 +23,8 @@ pub(crate) enum ArgSource<'a> {
     Text(Cow<'a, str>),
     /// An inline JSON value: an object, a string holding JSON text, or null.
     Inline(Raw<'a>),
+    /// A string holding JSON text (`raw`), read onto its tape in passing.
+    Tape(Box<Tape>, Raw<'a>),
     /// No arguments key at all: `{}`.
     Absent,
     /// The freeform input of a custom tool.
@@ -77,6 +80,18 @@ pub(crate) struct Collector<'l> {
     path: smallvec::SmallVec<[&'static str; 8]>,
     /// Census mode: calls are not read, only where each sits (its path).
     census: Option<Vec<String>>,
+    /// Whether each call's arguments' text as received (`raw_arguments`)
+    /// is wanted.
+    pub(crate) raw_arguments: RawArguments,
+}
+
+/// Whether the calls' arguments' text as received is wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RawArguments {
+    Kept,
+    /// Not when the detection is only judged: an `arguments` string read
+    /// in passing is then not decoded for it.
+    Unwanted,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +156,7 @@ impl<'l> Collector<'l> {
             continues: false,
             path: smallvec::SmallVec::new(),
             census: None,
+            raw_arguments: RawArguments::Kept,
         }
     }
 
@@ -437,6 +453,18 @@ impl<'l> Collector<'l> {
                 (parse_arguments(&text, self.limits), text.into_owned())
             }
             ArgSource::Invalid(err, raw) => (Arguments::Invalid(err), raw),
+            // Its text is no longer than the string less its quotes: within
+            // the bound when that is.
+            ArgSource::Tape(tape, raw) if raw.get().len() - 2 <= self.limits.max_argument_bytes => {
+                let text = if self.raw_arguments == RawArguments::Kept {
+                    crate::detect::node::unquote(raw.get())
+                        .map_or_else(String::new, Cow::into_owned)
+                } else {
+                    String::new()
+                };
+                (Arguments::Object(ObjectArguments::from_tape(*tape)), text)
+            }
+            ArgSource::Tape(_, raw) => self.arguments(kind, ArgSource::Inline(raw)),
             ArgSource::Inline(raw) => {
                 let text = raw.get();
                 match text.as_bytes().first() {

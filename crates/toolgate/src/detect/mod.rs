@@ -85,7 +85,25 @@ pub fn detect(bytes: &[u8]) -> Detection {
 /// Read the tool calls and results of a payload within `limits`.
 #[must_use]
 pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
+    read(bytes, Collector::new(limits), limits)
+}
+
+/// [`detect_with`] for a caller that only judges what is found
+/// ([`Policy::judge`](crate::Policy::judge), which reads no call's
+/// `raw_arguments`): every call's `raw_arguments` is left empty, and an
+/// `arguments` string is read onto its tape without being decoded too.
+#[must_use]
+pub fn detect_to_judge(bytes: &[u8], limits: &Limits) -> Detection {
     let mut out = Collector::new(limits);
+    out.raw_arguments = collect::RawArguments::Unwanted;
+    let mut found = read(bytes, out, limits);
+    for call in &mut found.calls {
+        call.raw_arguments = String::new();
+    }
+    found
+}
+
+fn read(bytes: &[u8], mut out: Collector<'_>, limits: &Limits) -> Detection {
     if bytes.len() > limits.max_payload_bytes {
         out.violation(
             ViolationCode::InputLimitExceeded,

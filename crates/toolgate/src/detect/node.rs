@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 
 use crate::detect::fast::{is_special, special, special_mask};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
+use crate::detect::tape::Tape;
 
 thread_local! {
     /// How many envelope objects and arrays the parser is inside, on this
@@ -49,18 +50,28 @@ impl Drop for Level {
     }
 }
 
-/// A string's text decoded in passing, taken once. Views compare equal
-/// whether or not it was: it is what the raw value says.
+/// An `arguments` string read in passing, taken once by the first reading
+/// of its call. Views compare equal whether or not it was: it is what the
+/// raw value says.
 #[derive(Default)]
-pub(crate) struct Decoded(Cell<Option<Box<str>>>);
+pub(crate) struct Decoded(Cell<Option<ReadString>>);
+
+/// What the fast reader read of an `arguments` string in passing.
+pub(crate) enum ReadString {
+    /// The arguments, read onto a tape straight from the string (boxed:
+    /// an `Obj` stays within a kibibyte).
+    Tape(Box<Tape>),
+    /// The string's text, escapes decoded (the tape's reader gave up).
+    Text(Box<str>),
+}
 
 impl Decoded {
-    pub(crate) fn new(text: Option<Box<str>>) -> Decoded {
-        Decoded(Cell::new(text))
+    pub(crate) fn new(read: Option<ReadString>) -> Decoded {
+        Decoded(Cell::new(read))
     }
 
-    pub(crate) fn take(&self) -> Option<String> {
-        self.0.take().map(String::from)
+    pub(crate) fn take(&self) -> Option<ReadString> {
+        self.0.take()
     }
 }
 
@@ -307,8 +318,8 @@ pub(crate) struct Obj<'a> {
     pub(crate) data: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) arguments: Option<Raw<'a>>,
-    /// The text of an `arguments` string, escapes decoded, when the fast
-    /// reader decoded it in passing; the first reading of it takes it.
+    /// An `arguments` string as the fast reader read it in passing; the
+    /// first reading of it takes it.
     #[serde(skip)]
     pub(crate) arguments_text: Decoded,
     #[serde(borrow)]
@@ -807,7 +818,7 @@ pub(crate) const SIMPLE: [u8; 256] = {
 /// The character an escape stands for, given the text after its
 /// backslash, and how many bytes of that text it takes; `None` for an
 /// escape JSON does not have, or a surrogate that pairs with none.
-fn escape(after: &[u8]) -> Option<(char, usize)> {
+pub(crate) fn escape(after: &[u8]) -> Option<(char, usize)> {
     let decoded = match *after.first()? {
         b'"' => '"',
         b'\\' => '\\',
@@ -832,6 +843,40 @@ fn escape(after: &[u8]) -> Option<(char, usize)> {
         _ => return None,
     };
     Some((decoded, 1))
+}
+
+/// One escape of a JSON text, as a JSON string holding that text writes
+/// it: `after` starts past the string's `\\` (the text's backslash).
+/// What the escape stands for, and how many of the string's bytes it
+/// takes; `None` for an escape JSON does not have, a surrogate that pairs
+/// with none, or an escape whose own characters the string escapes (other
+/// than a quote or a backslash, as `\\\"`).
+pub(crate) fn text_escape(after: &[u8]) -> Option<(char, usize)> {
+    match *after.first()? {
+        b'\\' => match *after.get(1)? {
+            b'"' => Some(('"', 2)),
+            b'\\' => Some(('\\', 2)),
+            _ => None,
+        },
+        b'u' => {
+            let unit = hex_unit(after.get(1..)?)?;
+            if !(0xD800..=0xDBFF).contains(&unit) {
+                return Some((char::from_u32(unit)?, 5));
+            }
+            let low = after.get(5..)?.strip_prefix(b"\\\\u").and_then(hex_unit)?;
+            if !(0xDC00..=0xDFFF).contains(&low) {
+                return None;
+            }
+            let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+            Some((char::from_u32(pair)?, 12))
+        }
+        // A quote there ends the string: the text's escape is cut short.
+        b'"' => None,
+        byte => {
+            let simple = SIMPLE[usize::from(byte)];
+            (simple != 0).then_some((char::from(simple), 1))
+        }
+    }
 }
 
 /// The four hex digits at the start of `text`, as a number.

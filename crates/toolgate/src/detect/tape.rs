@@ -20,7 +20,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
-use crate::detect::node::decode;
+use crate::detect::node::{decode, escape, text_escape};
 
 /// Arguments read: slot 0 is the object.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -74,39 +74,37 @@ impl Tape {
     /// Read arguments `text` (an object); `None` when the strict reader
     /// must.
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
-        // The strict reader's bound, with a level to spare.
-        let depth_left = max_depth.checked_sub(2)?;
-        let mut read = Read {
-            cursor: Cursor::new(text),
-            depth_left,
-            buffers: SCRATCH.with_borrow_mut(std::mem::take),
-            written: 0,
-        };
+        let mut read = Read::new(text, max_depth)?;
         read.space();
         let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
-        let Read {
-            mut buffers,
-            written,
-            ..
-        } = read;
-        let tape = ok
-            .then(|| String::from_utf8(buffers.text[..written].to_vec()).ok())
-            .flatten()
-            .map(|text| Tape {
-                slots: buffers.slots.clone(),
-                text,
-            });
-        if buffers.slots.capacity() <= MAX_SCRATCH
-            && buffers.keys.capacity() <= MAX_SCRATCH
-            && buffers.text.len() <= MAX_SCRATCH_TEXT
-        {
-            buffers.slots.clear();
-            buffers.keys.clear();
-            // The text is kept at its length: it is written over, never
-            // filled again.
-            SCRATCH.set(buffers);
+        read.finish(ok)
+    }
+
+    /// Arguments given as a JSON string whose text is a JSON object (an
+    /// OpenAI `arguments` string), read onto a tape straight from the
+    /// string as written, its escapes decoded on the way rather than
+    /// before: `text` starts at the string's opening quote. The tape and
+    /// the bytes the string takes, quotes included. The tape is exactly
+    /// the one [`read`](Self::read) makes of the string's text; `None` when
+    /// that one gives up, when the string is not valid JSON, or when it
+    /// escapes what it need not: the text's structure written with
+    /// escapes other than `\"` and white space, a `\uXXXX` of the string
+    /// standing for a quote, a backslash or a control character of the
+    /// text (the string is then decoded and its text read, which says
+    /// exactly what is wrong).
+    pub(crate) fn read_quoted(text: &str, max_depth: usize) -> Option<(Tape, usize)> {
+        if !text.starts_with('"') {
+            return None;
         }
-        tape
+        let mut read = Read::new(text, max_depth)?;
+        read.at = 1;
+        read.quoted_space();
+        let ok = read.peek() == Some(b'{') && read.quoted_value().is_some() && {
+            read.quoted_space();
+            read.peek() == Some(b'"')
+        };
+        let used = read.at + 1;
+        read.finish(ok).map(|tape| (tape, used))
     }
 
     /// The object.
@@ -290,58 +288,263 @@ impl Read<'_> {
         self.space();
         match self.peek()? {
             b'{' => {
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                self.at += 1;
-                let at = self.buffers.slots.len();
-                self.buffers.slots.push(Slot::Null);
-                let base = self.buffers.keys.len();
+                let (at, base) = self.open()?;
                 items(self, b'}', |read| {
                     read.string()?;
-                    if let Some(&Slot::Text(start, len)) = read.buffers.slots.last() {
-                        read.buffers.keys.push((start, len));
-                    }
+                    read.key_read();
                     read.space();
                     read.literal(":")?;
                     read.value()
                 })?;
-                self.depth_left += 1;
-                let end = u32::try_from(self.buffers.slots.len()).ok()?;
-                let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
-                self.buffers.slots[at] = Slot::Object(len, end);
-                self.unique_keys(base)?;
-                self.buffers.keys.truncate(base);
-                Some(())
+                self.close_object(at, base)
             }
             b'[' => {
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                self.at += 1;
-                let at = self.buffers.slots.len();
-                self.buffers.slots.push(Slot::Null);
+                let (at, _) = self.open()?;
                 let mut len = 0_u32;
                 items(self, b']', |read| {
                     read.value()?;
                     len += 1;
                     Some(())
                 })?;
-                self.depth_left += 1;
-                let end = u32::try_from(self.buffers.slots.len()).ok()?;
-                self.buffers.slots[at] = Slot::Array(len, end);
-                Some(())
+                self.close_array(at, len)
             }
             b'"' => self.string(),
-            b'n' => self
-                .literal("null")
-                .map(|()| self.buffers.slots.push(Slot::Null)),
-            b't' => self
-                .literal("true")
-                .map(|()| self.buffers.slots.push(Slot::Bool(true))),
-            b'f' => self
-                .literal("false")
-                .map(|()| self.buffers.slots.push(Slot::Bool(false))),
-            _ => {
-                let number = self.number_value()?;
-                self.buffers.slots.push(Slot::Number(number));
-                Some(())
+            _ => self.scalar(),
+        }
+    }
+
+    fn new(text: &str, max_depth: usize) -> Option<Read<'_>> {
+        Some(Read {
+            cursor: Cursor::new(text),
+            // The strict reader's bound, with a level to spare.
+            depth_left: max_depth.checked_sub(2)?,
+            buffers: SCRATCH.with_borrow_mut(std::mem::take),
+            written: 0,
+        })
+    }
+
+    /// The tape read, when `ok`; the buffers go back to the thread.
+    fn finish(self, ok: bool) -> Option<Tape> {
+        let Read {
+            mut buffers,
+            written,
+            ..
+        } = self;
+        let tape = ok
+            .then(|| String::from_utf8(buffers.text[..written].to_vec()).ok())
+            .flatten()
+            .map(|text| Tape {
+                slots: buffers.slots.clone(),
+                text,
+            });
+        if buffers.slots.capacity() <= MAX_SCRATCH
+            && buffers.keys.capacity() <= MAX_SCRATCH
+            && buffers.text.len() <= MAX_SCRATCH_TEXT
+        {
+            buffers.slots.clear();
+            buffers.keys.clear();
+            // The text is kept at its length: it is written over, never
+            // filled again.
+            SCRATCH.set(buffers);
+        }
+        tape
+    }
+
+    /// An object or array opened (its bracket read): its slot, and where
+    /// its keys start.
+    fn open(&mut self) -> Option<(usize, usize)> {
+        self.depth_left = self.depth_left.checked_sub(1)?;
+        self.at += 1;
+        let at = self.buffers.slots.len();
+        self.buffers.slots.push(Slot::Null);
+        Some((at, self.buffers.keys.len()))
+    }
+
+    /// The string just read is an object's key.
+    fn key_read(&mut self) {
+        if let Some(&Slot::Text(start, len)) = self.buffers.slots.last() {
+            self.buffers.keys.push((start, len));
+        }
+    }
+
+    fn close_object(&mut self, at: usize, base: usize) -> Option<()> {
+        self.depth_left += 1;
+        let end = u32::try_from(self.buffers.slots.len()).ok()?;
+        let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
+        self.buffers.slots[at] = Slot::Object(len, end);
+        self.unique_keys(base)?;
+        self.buffers.keys.truncate(base);
+        Some(())
+    }
+
+    fn close_array(&mut self, at: usize, len: u32) -> Option<()> {
+        self.depth_left += 1;
+        let end = u32::try_from(self.buffers.slots.len()).ok()?;
+        self.buffers.slots[at] = Slot::Array(len, end);
+        Some(())
+    }
+
+    /// A literal or a number, written alike in a string and out of one.
+    fn scalar(&mut self) -> Option<()> {
+        let slot = match self.peek()? {
+            b'n' => self.literal("null").map(|()| Slot::Null)?,
+            b't' => self.literal("true").map(|()| Slot::Bool(true))?,
+            b'f' => self.literal("false").map(|()| Slot::Bool(false))?,
+            _ => Slot::Number(self.number_value()?),
+        };
+        self.buffers.slots.push(slot);
+        Some(())
+    }
+
+    /// Room for `len` more bytes of text.
+    fn room(&mut self, len: usize) {
+        let end = self.written + len;
+        if self.buffers.text.len() < end {
+            self.buffers
+                .text
+                .resize(end.max(2 * self.buffers.text.len()), 0);
+        }
+    }
+
+    /// The text's bytes from `start` to the cursor, copied as they are.
+    fn copy(&mut self, start: usize) {
+        let len = self.at - start;
+        self.room(len);
+        self.buffers.text[self.written..self.written + len]
+            .copy_from_slice(&self.cursor.bytes[start..self.cursor.at]);
+        self.written += len;
+    }
+
+    fn push_char(&mut self, decoded: char) {
+        self.room(4);
+        let len = decoded
+            .encode_utf8(&mut self.buffers.text[self.written..])
+            .len();
+        self.written += len;
+    }
+
+    /// The string whose text starts at `from` in the text, ended.
+    fn text_read(&mut self, from: usize) -> Option<()> {
+        self.buffers.slots.push(Slot::Text(
+            u32::try_from(from).ok()?,
+            u32::try_from(self.written - from).ok()?,
+        ));
+        Some(())
+    }
+
+    // The text of a JSON string read from the string as written: `\"`
+    // quotes the text's strings, `\\` starts the text's own escapes.
+
+    /// White space of the text: spaces, and its line feeds, tabs and
+    /// carriage returns as the string escapes them.
+    fn quoted_space(&mut self) {
+        loop {
+            match self.peek() {
+                Some(b' ') => self.at += 1,
+                Some(b'\\') if matches!(self.bytes.get(self.at + 1), Some(b'n' | b't' | b'r')) => {
+                    self.at += 2;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn quoted_value(&mut self) -> Option<()> {
+        self.quoted_space();
+        match self.peek()? {
+            b'{' => {
+                let (at, base) = self.open()?;
+                self.quoted_items(b'}', |read| {
+                    read.quoted_string()?;
+                    read.key_read();
+                    read.quoted_space();
+                    read.literal(":")?;
+                    read.quoted_value()
+                })?;
+                self.close_object(at, base)
+            }
+            b'[' => {
+                let (at, _) = self.open()?;
+                let mut len = 0_u32;
+                self.quoted_items(b']', |read| {
+                    read.quoted_value()?;
+                    len += 1;
+                    Some(())
+                })?;
+                self.close_array(at, len)
+            }
+            b'\\' => self.quoted_string(),
+            _ => self.scalar(),
+        }
+    }
+
+    /// [`items`], the text's white space as the string writes it.
+    fn quoted_items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.quoted_space();
+        if self.peek()? == close {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            self.quoted_space();
+            item(self)?;
+            self.quoted_space();
+            match self.peek()? {
+                b',' => self.at += 1,
+                byte if byte == close => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string of the text, opened by `\"`.
+    fn quoted_string(&mut self) -> Option<()> {
+        if self.bytes.get(self.at..self.at + 2)? != b"\\\"" {
+            return None;
+        }
+        self.at += 2;
+        let from = self.written;
+        loop {
+            let start = self.at;
+            self.at += special(&self.bytes[start..])?;
+            self.copy(start);
+            // The string's own closing quote (the text ends inside a
+            // string) or a control character: not taken.
+            if self.bytes[self.at] != b'\\' {
+                return None;
+            }
+            match *self.bytes.get(self.at + 1)? {
+                b'"' => {
+                    self.at += 2;
+                    return self.text_read(from);
+                }
+                b'\\' => {
+                    let (decoded, used) = text_escape(self.bytes.get(self.at + 2..)?)?;
+                    self.push_char(decoded);
+                    self.at += 2 + used;
+                }
+                b'/' => {
+                    self.push_char('/');
+                    self.at += 2;
+                }
+                b'u' => {
+                    let (decoded, used) = escape(&self.bytes[self.at + 1..])?;
+                    if matches!(decoded, '"' | '\\') || decoded < ' ' {
+                        return None;
+                    }
+                    self.push_char(decoded);
+                    self.at += 1 + used;
+                }
+                // A control character in the text's string (`\n`), or no
+                // escape JSON has.
+                _ => return None,
             }
         }
     }
@@ -355,27 +558,16 @@ impl Read<'_> {
         let body = self.bytes.get(start..)?;
         let first = special(body)?;
         let from = self.written;
-        let len = if body[first] == b'"' {
-            let end = from + first;
-            if self.buffers.text.len() < end {
-                self.buffers
-                    .text
-                    .resize(end.max(2 * self.buffers.text.len()), 0);
-            }
-            self.buffers.text[from..end].copy_from_slice(&body[..first]);
-            self.at = start + first + 1;
-            first
+        if body[first] == b'"' {
+            self.at = start + first;
+            self.copy(start);
+            self.at += 1;
         } else {
             let (end, len) = decode(body, &mut self.buffers.text, from)?;
             self.at = start + end + 1;
-            len
-        };
-        self.written += len;
-        self.buffers.slots.push(Slot::Text(
-            u32::try_from(from).ok()?,
-            u32::try_from(len).ok()?,
-        ));
-        Some(())
+            self.written += len;
+        }
+        self.text_read(from)
     }
 
     fn number_value(&mut self) -> Option<Number> {
