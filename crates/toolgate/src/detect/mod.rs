@@ -115,7 +115,7 @@ fn read(bytes: &[u8], mut out: Collector<'_>, limits: &Limits) -> Detection {
         );
         return out.finish(Framing::Json);
     }
-    let Ok(text) = std::str::from_utf8(bytes) else {
+    let Some(text) = node::utf8(bytes) else {
         out.violation(
             ViolationCode::MalformedPayload,
             "the payload is not UTF-8 text",

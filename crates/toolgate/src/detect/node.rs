@@ -727,7 +727,7 @@ const MAX_SCRATCH: usize = 1 << 20;
 pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     let run = |scratch: &mut Vec<u8>| {
         let (end, written) = decode(body, scratch, 0)?;
-        let text = String::from_utf8(scratch[..written].to_vec()).ok()?;
+        let text = utf8(&scratch[..written])?.to_owned();
         if scratch.len() > MAX_SCRATCH {
             *scratch = Vec::new();
         }
@@ -740,6 +740,16 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     })
 }
 
+/// `bytes` as text, when they are UTF-8: checked with SIMD when there are
+/// enough of them for it to pay.
+pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.len() < 256 {
+        std::str::from_utf8(bytes).ok()
+    } else {
+        simdutf8::basic::from_utf8(bytes).ok()
+    }
+}
+
 /// Decode a JSON string's text into `out` from `from` on, `bytes`
 /// starting past its opening quote: where its closing quote is and how
 /// much was written, or `None` at a control character, an escape JSON does
@@ -747,11 +757,45 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
 /// What is written is valid UTF-8 when `bytes` is: only ASCII bytes stop a
 /// run. `out` is used as a buffer, its whole length past `from` written
 /// over; it grows past `from` to twice the text at most.
+pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(usize, usize)> {
+    decode_with(bytes, out, from, |at| match at[0] {
+        b'"' => Some(Special::End),
+        b'\\' => {
+            let simple = SIMPLE[usize::from(*at.get(1)?)];
+            if simple == 0 {
+                let (decoded, used) = escape(&at[1..])?;
+                Some(Special::Char(decoded, 1 + used))
+            } else {
+                Some(Special::Byte(simple, 2))
+            }
+        }
+        _ => None,
+    })
+}
+
+/// What a string says where a run of plain text stops (at a quote, a
+/// backslash or a control character): see [`decode_with`].
+pub(crate) enum Special {
+    /// The string's end.
+    End,
+    /// An ASCII character, and the bytes that write it.
+    Byte(u8, usize),
+    /// A character, and the bytes that write it.
+    Char(char, usize),
+}
+
+/// [`decode`], `special` saying what the bytes at each stop say (`None`
+/// when nothing this decodes).
 ///
 /// Eight bytes at a time, each run copied whole and the write position
 /// moved only to where it stops: in text dense with escapes the runs are
 /// short, and a copy of their own length costs more than the run.
-pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(usize, usize)> {
+pub(crate) fn decode_with(
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+    from: usize,
+    special: impl Fn(&[u8]) -> Option<Special>,
+) -> Option<(usize, usize)> {
     let (mut at, mut written) = (0, from);
     loop {
         // Room for a whole run, or a surrogate pair's four bytes.
@@ -779,23 +823,19 @@ pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(us
             at += run;
             written += run;
         }
-        match bytes[at] {
-            b'"' => return Some((at, written - from)),
-            b'\\' => {
-                let simple = SIMPLE[usize::from(*bytes.get(at + 1)?)];
-                if simple == 0 {
-                    let (decoded, used) = escape(&bytes[at + 1..])?;
-                    let utf8 = decoded.len_utf8();
-                    decoded.encode_utf8(out.get_mut(written..written + utf8)?);
-                    written += utf8;
-                    at += 1 + used;
-                } else {
-                    *out.get_mut(written)? = simple;
-                    written += 1;
-                    at += 2;
-                }
+        match special(&bytes[at..])? {
+            Special::End => return Some((at, written - from)),
+            Special::Byte(byte, used) => {
+                *out.get_mut(written)? = byte;
+                written += 1;
+                at += used;
             }
-            _ => return None,
+            Special::Char(decoded, used) => {
+                let utf8 = decoded.len_utf8();
+                decoded.encode_utf8(out.get_mut(written..written + utf8)?);
+                written += utf8;
+                at += used;
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
-use crate::detect::node::{decode, escape, text_escape};
+use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
 /// Arguments read: slot 0 is the object.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -331,8 +331,9 @@ impl Read<'_> {
             ..
         } = self;
         let tape = ok
-            .then(|| String::from_utf8(buffers.text[..written].to_vec()).ok())
+            .then(|| utf8(&buffers.text[..written]))
             .flatten()
+            .map(str::to_owned)
             .map(|text| Tape {
                 slots: buffers.slots.clone(),
                 text,
@@ -412,14 +413,6 @@ impl Read<'_> {
         self.room(len);
         self.buffers.text[self.written..self.written + len]
             .copy_from_slice(&self.cursor.bytes[start..self.cursor.at]);
-        self.written += len;
-    }
-
-    fn push_char(&mut self, decoded: char) {
-        self.room(4);
-        let len = decoded
-            .encode_utf8(&mut self.buffers.text[self.written..])
-            .len();
         self.written += len;
     }
 
@@ -509,44 +502,17 @@ impl Read<'_> {
         if self.bytes.get(self.at..self.at + 2)? != b"\\\"" {
             return None;
         }
-        self.at += 2;
+        let start = self.at + 2;
         let from = self.written;
-        loop {
-            let start = self.at;
-            self.at += special(&self.bytes[start..])?;
-            self.copy(start);
-            // The string's own closing quote (the text ends inside a
-            // string) or a control character: not taken.
-            if self.bytes[self.at] != b'\\' {
-                return None;
-            }
-            match *self.bytes.get(self.at + 1)? {
-                b'"' => {
-                    self.at += 2;
-                    return self.text_read(from);
-                }
-                b'\\' => {
-                    let (decoded, used) = text_escape(self.bytes.get(self.at + 2..)?)?;
-                    self.push_char(decoded);
-                    self.at += 2 + used;
-                }
-                b'/' => {
-                    self.push_char('/');
-                    self.at += 2;
-                }
-                b'u' => {
-                    let (decoded, used) = escape(&self.bytes[self.at + 1..])?;
-                    if matches!(decoded, '"' | '\\') || decoded < ' ' {
-                        return None;
-                    }
-                    self.push_char(decoded);
-                    self.at += 1 + used;
-                }
-                // A control character in the text's string (`\n`), or no
-                // escape JSON has.
-                _ => return None,
-            }
-        }
+        let (end, len) = decode_with(
+            &self.cursor.bytes[start..],
+            &mut self.buffers.text,
+            from,
+            quoted_special,
+        )?;
+        self.at = start + end + 2;
+        self.written += len;
+        self.text_read(from)
     }
 
     /// A string, unescaped as it is scanned, into the text.
@@ -631,6 +597,39 @@ impl Read<'_> {
             }
         }
         Some(())
+    }
+}
+
+/// What a JSON string holding JSON text says where a run of the text's
+/// string stops: `\"` ends the text's string, `\\` starts the text's
+/// escape ([`text_escape`]). A quote (the holding string ends inside the
+/// text's string), a control character, a line feed or other control
+/// character the string escapes (the text's string would hold it as it
+/// is), and a `\uXXXX` of the string standing for a quote, a backslash
+/// or a control character are not taken.
+fn quoted_special(at: &[u8]) -> Option<Special> {
+    if at[0] != b'\\' {
+        return None;
+    }
+    match *at.get(1)? {
+        b'"' => Some(Special::End),
+        b'\\' => {
+            let after = at.get(2..)?;
+            if let byte @ (b'/' | b'b' | b'f' | b'n' | b'r' | b't') = *after.first()? {
+                return Some(Special::Byte(SIMPLE[usize::from(byte)], 3));
+            }
+            let (decoded, used) = text_escape(after)?;
+            Some(Special::Char(decoded, 2 + used))
+        }
+        b'/' => Some(Special::Byte(b'/', 2)),
+        b'u' => {
+            let (decoded, used) = escape(&at[1..])?;
+            if matches!(decoded, '"' | '\\') || decoded < ' ' {
+                return None;
+            }
+            Some(Special::Char(decoded, 1 + used))
+        }
+        _ => None,
     }
 }
 
