@@ -13,9 +13,10 @@ function is renamed or inlined shows as 0):
   envelope  detect::detect_to_judge less the two below: reading the
             payload's document, finding the calls, freeing the document
   args      detect::collect::Collector::arguments and
-            detect::tape::Tape::read_quoted: the arguments of each call read
-            onto a tape (unescaped, keys checked unique), from a string's
-            text or straight from the string as the envelope is read
+            detect::tape::Tape::{read_quoted,read_object}: the arguments of
+            each call read onto a tape (unescaped, keys checked unique), from
+            a string's text, or straight from the string or the object as
+            the envelope is read
   depth     detect::limits::too_deep: the nesting bound's bracket scan
   schema    policy::schema::ArgumentSchema::{passes,passes_tape,failures}:
             jsonschema
@@ -76,7 +77,8 @@ def main():
         detect = (t.get("toolgate::detect::detect_to_judge", 0)
                   or t.get("toolgate::detect::detect_with", 0))
         args = (t.get("toolgate::detect::collect::Collector::arguments", 0)
-                + t.get("toolgate::detect::tape::Tape::read_quoted", 0))
+                + t.get("toolgate::detect::tape::Tape::read_quoted", 0)
+                + t.get("toolgate::detect::tape::Tape::read_object", 0))
         depth = t.get("toolgate::detect::limits::too_deep", 0)
         schema = (t.get("toolgate::policy::schema::ArgumentSchema::passes", 0)
                   + t.get("toolgate::policy::schema::ArgumentSchema::passes_tape", 0)

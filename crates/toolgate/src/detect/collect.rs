@@ -23,7 +23,8 @@ pub(crate) enum ArgSource<'a> {
     Text(Cow<'a, str>),
     /// An inline JSON value: an object, a string holding JSON text, or null.
     Inline(Raw<'a>),
-    /// A string holding JSON text (`raw`), read onto its tape in passing.
+    /// Arguments (`raw`: an object, or a string holding one's JSON text)
+    /// read onto their tape in passing.
     Tape(Box<Tape>, Raw<'a>),
     /// No arguments key at all: `{}`.
     Absent,
@@ -453,14 +454,16 @@ impl<'l> Collector<'l> {
                 (parse_arguments(&text, self.limits), text.into_owned())
             }
             ArgSource::Invalid(err, raw) => (Arguments::Invalid(err), raw),
-            // Its text is no longer than the string less its quotes: within
-            // the bound when that is.
-            ArgSource::Tape(tape, raw) if raw.get().len() - 2 <= self.limits.max_argument_bytes => {
-                let text = if self.raw_arguments == RawArguments::Kept {
-                    crate::detect::node::unquote(raw.get())
-                        .map_or_else(String::new, Cow::into_owned)
-                } else {
-                    String::new()
+            // A string's text is no longer than the string less its
+            // quotes: within the bound when that is.
+            ArgSource::Tape(tape, raw)
+                if raw.get().len() - 2 * usize::from(raw.get().starts_with('"'))
+                    <= self.limits.max_argument_bytes =>
+            {
+                let text = match self.raw_arguments {
+                    RawArguments::Unwanted => String::new(),
+                    RawArguments::Kept => crate::detect::node::unquote(raw.get())
+                        .map_or_else(|| raw.get().to_owned(), Cow::into_owned),
                 };
                 (Arguments::Object(ObjectArguments::from_tape(*tape)), text)
             }

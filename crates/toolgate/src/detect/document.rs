@@ -886,13 +886,8 @@ fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>
 /// The arguments `key` holds: what the fast reader read of them in
 /// passing, if it did (the first reading takes it), else the raw value.
 fn inline<'a>(o: &Obj<'a>, key: &str, raw: Raw<'a>) -> ArgSource<'a> {
-    let read = if key == "arguments" {
-        o.arguments_text.take()
-    } else {
-        None
-    };
-    match read {
-        Some(ReadString::Tape(tape)) => ArgSource::Tape(tape, raw),
+    match o.arguments_text.take(key) {
+        Some(ReadString::Tape(_, tape)) => ArgSource::Tape(tape, raw),
         Some(ReadString::Text(text)) => ArgSource::Text(Cow::Owned(text.into())),
         None => ArgSource::Inline(raw),
     }

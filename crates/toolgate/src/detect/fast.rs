@@ -311,13 +311,31 @@ impl<'a> Scan<'a> {
                         Tape::read_quoted(&scan.text[start..], scan.max_depth)
                     {
                         scan.at += used;
-                        obj.arguments_text = Decoded::new(Some(ReadString::Tape(Box::new(tape))));
+                        obj.arguments_text = Decoded::new(ReadString::tape("arguments", tape));
                         let raw = Raw::checked(&scan.text[start..scan.at]);
                         return store(obj, field, Value::Raw(raw));
                     }
                     let (raw, text) = scan.decoded_string()?;
                     obj.arguments_text = Decoded::new(text.map(ReadString::Text));
                     return store(obj, field, Value::Raw(raw));
+                }
+            }
+            if let Field::arguments | Field::input | Field::args = field {
+                scan.space();
+                if scan.peek()? == b'{' {
+                    // Arguments as an object: read onto their tape here
+                    // rather than skipped here and read when their call is.
+                    let start = scan.at;
+                    let room = scan.max_depth - scan.depth;
+                    if let Some((tape, used)) =
+                        Tape::read_object(&scan.text[start..], scan.max_depth, room)
+                    {
+                        scan.at += used;
+                        let key = KEYS[field as usize];
+                        obj.arguments_text = Decoded::new(ReadString::tape(key, tape));
+                        let raw = Raw::checked(&scan.text[start..scan.at]);
+                        return store(obj, field, Value::Raw(raw));
+                    }
                 }
             }
             let value = scan.value(TAKES[field as usize])?;

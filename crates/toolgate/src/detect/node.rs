@@ -50,19 +50,41 @@ impl Drop for Level {
     }
 }
 
-/// An `arguments` string read in passing, taken once by the first reading
-/// of its call. Views compare equal whether or not it was: it is what the
-/// raw value says.
+/// Arguments read in passing (an `arguments` string, an `input` object),
+/// taken once by the first reading of their call, which names their key.
+/// Views compare equal whether or not they were: it is what the raw value
+/// says.
 #[derive(Default)]
 pub(crate) struct Decoded(Cell<Option<ReadString>>);
 
-/// What the fast reader read of an `arguments` string in passing.
+/// What the fast reader read of arguments in passing.
 pub(crate) enum ReadString {
-    /// The arguments, read onto a tape straight from the string (boxed:
-    /// an `Obj` stays within a kibibyte).
-    Tape(Box<Tape>),
-    /// The string's text, escapes decoded (the tape's reader gave up).
+    /// The arguments of a key (its row of
+    /// [`ARGUMENT_KEYS`](crate::detect::positions::ARGUMENT_KEYS)), read
+    /// onto a tape (boxed: an `Obj` stays within a kibibyte).
+    Tape(u8, Box<Tape>),
+    /// An `arguments` string's text, escapes decoded (the tape's reader
+    /// gave up).
     Text(Box<str>),
+}
+
+impl ReadString {
+    /// The arguments of `key` read onto `tape`.
+    pub(crate) fn tape(key: &str, tape: Tape) -> Option<ReadString> {
+        let row = crate::detect::positions::ARGUMENT_KEYS
+            .iter()
+            .position(|known| *known == key)?;
+        Some(ReadString::Tape(u8::try_from(row).ok()?, Box::new(tape)))
+    }
+
+    fn key(&self) -> Option<&'static str> {
+        match self {
+            ReadString::Tape(row, _) => crate::detect::positions::ARGUMENT_KEYS
+                .get(usize::from(*row))
+                .copied(),
+            ReadString::Text(_) => Some("arguments"),
+        }
+    }
 }
 
 impl Decoded {
@@ -70,8 +92,14 @@ impl Decoded {
         Decoded(Cell::new(read))
     }
 
-    pub(crate) fn take(&self) -> Option<ReadString> {
-        self.0.take()
+    /// What was read of the arguments under `key`, if anything.
+    pub(crate) fn take(&self, key: &str) -> Option<ReadString> {
+        let read = self.0.take()?;
+        if read.key() == Some(key) {
+            return Some(read);
+        }
+        self.0.set(Some(read));
+        None
     }
 }
 
@@ -318,8 +346,9 @@ pub(crate) struct Obj<'a> {
     pub(crate) data: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) arguments: Option<Raw<'a>>,
-    /// An `arguments` string as the fast reader read it in passing; the
-    /// first reading of it takes it.
+    /// Arguments the fast reader read in passing (of `arguments`, or of
+    /// `input` or `args` when an object); the first reading of them takes
+    /// them.
     #[serde(skip)]
     pub(crate) arguments_text: Decoded,
     #[serde(borrow)]

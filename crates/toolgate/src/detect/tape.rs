@@ -80,6 +80,20 @@ impl Tape {
         read.finish(ok)
     }
 
+    /// Arguments given as a JSON object inside a document (an Anthropic
+    /// `input`), read onto a tape as the document is read: `text` starts
+    /// at its opening brace, and `room` is how many levels of nesting the
+    /// document has left. The tape and the bytes the object takes; `None`
+    /// when [`read`](Self::read) gives up on the object's text or the
+    /// document's nesting bound would be passed.
+    pub(crate) fn read_object(text: &str, max_depth: usize, room: usize) -> Option<(Tape, usize)> {
+        let mut read = Read::new(text, max_depth)?;
+        read.depth_left = read.depth_left.min(room);
+        let ok = read.peek() == Some(b'{') && read.value().is_some();
+        let used = read.at;
+        read.finish(ok).map(|tape| (tape, used))
+    }
+
     /// Arguments given as a JSON string whose text is a JSON object (an
     /// OpenAI `arguments` string), read onto a tape straight from the
     /// string as written, its escapes decoded on the way rather than
