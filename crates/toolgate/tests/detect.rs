@@ -464,6 +464,37 @@ proptest! {
         }
     }
 
+    /// Arguments read as the envelope is read (an Anthropic `input`
+    /// object, an OpenAI `arguments` string) are those the reference
+    /// reader finds, whatever the nesting bound: the same calls, arguments
+    /// and violations as when a key the fast reader does not take (an
+    /// escaped one, which no reader looks at) sends the payload to the
+    /// reference reader.
+    #[test]
+    fn arguments_read_in_passing_are_those_of_the_reference_reader(
+        value in escaped_object(),
+        max_depth in 2_usize..9,
+    ) {
+        let limits = Limits { max_depth, ..Limits::default() };
+        let anthropic = json!({"type": "message", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "f", "input": value}]});
+        let openai = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "f", "arguments": value.to_string()}}]}}]});
+        for payload in [anthropic, openai] {
+            let text = payload.to_string();
+            let referenced = format!("{{\"\\u0078\":0,{}", &text[1..]);
+            let fast = detect_with(text.as_bytes(), &limits);
+            let reference = detect_with(referenced.as_bytes(), &limits);
+            prop_assert_eq!(&fast.calls, &reference.calls);
+            // Messages say where in the text: the key moved that.
+            let codes = |found: &Detection| {
+                found.violations.iter().map(|v| (v.code, v.call)).collect::<Vec<_>>()
+            };
+            prop_assert_eq!(codes(&fast), codes(&reference));
+        }
+    }
+
     /// Whatever the text, the reading straight from a string takes only
     /// valid JSON strings, and reads them as their text reads.
     #[test]
