@@ -897,18 +897,7 @@ pub(crate) fn escape(after: &[u8]) -> Option<(char, usize)> {
         b'n' => '\n',
         b'r' => '\r',
         b't' => '\t',
-        b'u' => {
-            let unit = hex_unit(after.get(1..)?)?;
-            if !(0xD800..=0xDBFF).contains(&unit) {
-                return Some((char::from_u32(unit)?, 5));
-            }
-            let low = after.get(5..)?.strip_prefix(b"\\u").and_then(hex_unit)?;
-            if !(0xDC00..=0xDFFF).contains(&low) {
-                return None;
-            }
-            let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-            return Some((char::from_u32(pair)?, 11));
-        }
+        b'u' => return unicode(after, b"\\u"),
         _ => return None,
     };
     Some((decoded, 1))
@@ -927,18 +916,7 @@ pub(crate) fn text_escape(after: &[u8]) -> Option<(char, usize)> {
             b'\\' => Some(('\\', 2)),
             _ => None,
         },
-        b'u' => {
-            let unit = hex_unit(after.get(1..)?)?;
-            if !(0xD800..=0xDBFF).contains(&unit) {
-                return Some((char::from_u32(unit)?, 5));
-            }
-            let low = after.get(5..)?.strip_prefix(b"\\\\u").and_then(hex_unit)?;
-            if !(0xDC00..=0xDFFF).contains(&low) {
-                return None;
-            }
-            let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-            Some((char::from_u32(pair)?, 12))
-        }
+        b'u' => unicode(after, b"\\\\u"),
         // A quote there ends the string: the text's escape is cut short.
         b'"' => None,
         byte => {
@@ -946,6 +924,23 @@ pub(crate) fn text_escape(after: &[u8]) -> Option<(char, usize)> {
             (simple != 0).then_some((char::from(simple), 1))
         }
     }
+}
+
+/// A `uXXXX` escape at the start of `after`: its character and the bytes
+/// it takes, a surrogate pair's second half (after `next`, the second
+/// escape's backslashes and `u`) included; `None` for a surrogate that
+/// pairs with none.
+fn unicode(after: &[u8], next: &[u8]) -> Option<(char, usize)> {
+    let unit = hex_unit(after.get(1..)?)?;
+    if !(0xD800..=0xDBFF).contains(&unit) {
+        return Some((char::from_u32(unit)?, 5));
+    }
+    let low = after.get(5..)?.strip_prefix(next).and_then(hex_unit)?;
+    if !(0xDC00..=0xDFFF).contains(&low) {
+        return None;
+    }
+    let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+    Some((char::from_u32(pair)?, 5 + next.len() + 4))
 }
 
 /// The four hex digits at the start of `text`, as a number.

@@ -18,7 +18,7 @@ use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
 use jsonschema::types::JsonType;
 use serde_json::{Map, Number, Value};
 
-use crate::detect::cursor::{items, reads_with_cursor, Cursor};
+use crate::detect::cursor::{items, items_spaced, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
 use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
@@ -461,7 +461,7 @@ impl Read<'_> {
         match self.peek()? {
             b'{' => {
                 let (at, base) = self.open()?;
-                self.quoted_items(b'}', |read| {
+                items_spaced(self, b'}', Read::quoted_space, |read| {
                     read.quoted_string()?;
                     read.key_read();
                     read.quoted_space();
@@ -473,7 +473,7 @@ impl Read<'_> {
             b'[' => {
                 let (at, _) = self.open()?;
                 let mut len = 0_u32;
-                self.quoted_items(b']', |read| {
+                items_spaced(self, b']', Read::quoted_space, |read| {
                     read.quoted_value()?;
                     len += 1;
                     Some(())
@@ -482,32 +482,6 @@ impl Read<'_> {
             }
             b'\\' => self.quoted_string(),
             _ => self.scalar(),
-        }
-    }
-
-    /// [`items`], the text's white space as the string writes it.
-    fn quoted_items(
-        &mut self,
-        close: u8,
-        mut item: impl FnMut(&mut Self) -> Option<()>,
-    ) -> Option<()> {
-        self.quoted_space();
-        if self.peek()? == close {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            self.quoted_space();
-            item(self)?;
-            self.quoted_space();
-            match self.peek()? {
-                b',' => self.at += 1,
-                byte if byte == close => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
         }
     }
 
