@@ -26,7 +26,7 @@ use toolgate::detect::args::case_twin;
 use toolgate::detect::limits::HARD_MAX_DEPTH;
 use toolgate::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Detection, Format, Framing, Limits,
-    ToolCall, ViolationCode,
+    ToolCall, ToolDeclarations, ViolationCode,
 };
 
 /// Levels the calls' JSON text adds above a call's arguments (the object,
@@ -125,7 +125,7 @@ pub(crate) fn read_calls(
         framing: Framing::Json,
         calls,
         results: Vec::new(),
-        tools: Vec::new(),
+        tools: ToolDeclarations::default(),
         violations: Vec::new(),
         pending: Some(0),
         continues: false,

@@ -9,7 +9,7 @@ use crate::detect::args::parse_arguments;
 use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
 use crate::detect::node::Raw;
 use crate::detect::tape::Tape;
-use crate::detect::Detection;
+use crate::detect::{Detection, ToolDeclarations};
 use crate::model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, ContentShape, Format,
     Framing, Link, ObjectArguments, ToolCall, ToolResult,
@@ -53,7 +53,7 @@ pub(crate) struct Collector<'l> {
     /// own).
     report_limit: bool,
     /// Tool declarations of a request (`tools`), as sent.
-    tools: Vec<Value>,
+    tools: ToolDeclarations,
     /// How deep the document readers have recursed.
     depth: usize,
     /// What the current turn recorded last: a call after a result starts a
@@ -146,7 +146,7 @@ impl<'l> Collector<'l> {
             dropped_unread: 0,
             limit_at: None,
             report_limit: true,
-            tools: Vec::new(),
+            tools: ToolDeclarations::default(),
             depth: 0,
             last: Last::Nothing,
             open: Open::Start,
@@ -271,16 +271,11 @@ impl<'l> Collector<'l> {
         self.continues = true;
     }
 
-    /// Record the tool declarations of a request (a `tools` array). An
-    /// entry that is not an object is kept as it is: the check refuses it.
+    /// Record the tool declarations of a request (a `tools` array), as
+    /// their text: they are read when they are compiled. An entry that is
+    /// not an object is kept as it is: the check refuses it.
     pub(crate) fn declare_tools(&mut self, tools: Raw<'_>) {
-        match serde_json::from_str::<Vec<Value>>(tools.get()) {
-            Ok(list) => self.tools.extend(list),
-            Err(_) => self.violation(
-                ViolationCode::InputLimitExceeded,
-                "the request's tool declarations are nested too deeply to read",
-            ),
-        }
+        self.tools.push(tools.get());
     }
 
     /// Record that the payload is in `format`, even if it holds no call.

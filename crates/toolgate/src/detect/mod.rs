@@ -10,6 +10,7 @@
 pub mod args;
 mod collect;
 mod cursor;
+mod declarations;
 mod document;
 mod fast;
 pub mod limits;
@@ -25,6 +26,7 @@ use serde::Serialize;
 pub(crate) use self::args::json_type;
 pub use self::args::{parse_arguments, parse_object};
 use self::collect::Collector;
+pub use self::declarations::ToolDeclarations;
 #[doc(hidden)]
 pub use self::fast::agrees as fast_path_agrees;
 pub use self::limits::Limits;
@@ -45,9 +47,11 @@ pub struct Detection {
     /// Every tool result, in order.
     pub results: Vec<ToolResult>,
     /// The tool declarations of a request in the payload (its `tools`), as
-    /// sent: a check merges them with the policy's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<serde_json::Value>,
+    /// sent, kept as their JSON text: a check reads and compiles them
+    /// ([`Policy::declare_sent`](crate::Policy::declare_sent)) and merges
+    /// them with the policy's.
+    #[serde(skip_serializing_if = "ToolDeclarations::is_empty")]
+    pub tools: ToolDeclarations,
     /// Problems with the payload as a whole (`malformed_payload`,
     /// `input_limit_exceeded`). Problems with one call's arguments are on
     /// the call.
