@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 
 use crate::check::normalize;
 use crate::detect::tape::Tape;
-use crate::model::Arguments;
+use crate::model::{Arguments, ObjectArguments};
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::{Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
@@ -66,9 +66,21 @@ pub(crate) fn check(
         }
         Arguments::Object(object) => {
             let clean = normalize && policy.normalize.is_active();
-            if !clean && object.tape().is_some_and(|tape| checks.pass_tape(tape)) {
-                // Nothing to say, and nothing to change: the object is
-                // built only if someone reads it.
+            if let Some(tape) = object.tape() {
+                // Cleaned on the tape: a new one only when something is
+                // dropped.
+                if let Some(cleaned) = clean
+                    .then(|| normalize::clean_tape(tape, &policy.normalize))
+                    .flatten()
+                {
+                    *object = ObjectArguments::from_tape(cleaned);
+                }
+                if object.tape().is_some_and(|tape| checks.pass_tape(tape)) {
+                    // Nothing to say: the object is built only if someone
+                    // reads it.
+                    return;
+                }
+                checks.check_object(call, name, object, out);
                 return;
             }
             let map = &mut **object;
