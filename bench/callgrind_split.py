@@ -10,10 +10,13 @@ DIR holds <shape>/stats.json and <shape>.<toolgate|naive>.<0|1>.cg.
 
 toolgate's columns are inclusive costs of its stages (a stage whose
 function is renamed or inlined shows as 0):
-  envelope  detect::detect_with less the two below: reading the payload's
-            document, finding the calls, freeing the document
-  args      detect::collect::Collector::arguments: the arguments of each
-            call read into a JSON object (unescaped, keys checked unique)
+  envelope  detect::detect_to_judge less the two below: reading the
+            payload's document, finding the calls, freeing the document
+  args      detect::collect::Collector::arguments and
+            detect::tape::Tape::{read_quoted,read_object}: the arguments of
+            each call read onto a tape (unescaped, keys checked unique), from
+            a string's text, or straight from the string or the object as
+            the envelope is read
   depth     detect::limits::too_deep: the nesting bound's bracket scan
   schema    policy::schema::ArgumentSchema::{passes,passes_tape,failures}:
             jsonschema
@@ -71,8 +74,11 @@ def main():
         n_self = per_payload(directory, shape, "naive", False, payloads)
         total = t.get("check_workload::main", 0)
         check = t.get("toolgate::check::<impl toolgate::policy::Policy>::check", 0)
-        detect = t.get("toolgate::detect::detect_with", 0)
-        args = t.get("toolgate::detect::collect::Collector::arguments", 0)
+        detect = (t.get("toolgate::detect::detect_to_judge", 0)
+                  or t.get("toolgate::detect::detect_with", 0))
+        args = (t.get("toolgate::detect::collect::Collector::arguments", 0)
+                + t.get("toolgate::detect::tape::Tape::read_quoted", 0)
+                + t.get("toolgate::detect::tape::Tape::read_object", 0))
         depth = t.get("toolgate::detect::limits::too_deep", 0)
         schema = (t.get("toolgate::policy::schema::ArgumentSchema::passes", 0)
                   + t.get("toolgate::policy::schema::ArgumentSchema::passes_tape", 0)

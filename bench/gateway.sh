@@ -50,7 +50,9 @@
 # GATEWAY_AUDIT_DIR (where the on-disk audit goes; default the cargo
 # target directory, which is on disk where /tmp may be tmpfs),
 # GATEWAY_TMPFS (the tmpfs directory, default /dev/shm; empty: skip),
-# GATEWAY_SYNCS (fdatasync calls per probe, 3000).
+# GATEWAY_SYNCS (fdatasync calls per probe, 3000), GATEWAY_BINARIES (a
+# directory holding `toolgate`, `mock_upstream` and `load` to run instead
+# of building them: to compare two builds run after run, turn about).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -65,10 +67,16 @@ tmpfs="${GATEWAY_TMPFS-/dev/shm}"
 out="bench/results/gateway-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out" "${GATEWAY_AUDIT_DIR:-$target}"
 
-cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
-bin="$target/release/toolgate"
-mock="$target/release/examples/mock_upstream"
-load="$target/release/examples/load"
+if [ -n "${GATEWAY_BINARIES:-}" ]; then
+  bin="$GATEWAY_BINARIES/toolgate"
+  mock="$GATEWAY_BINARIES/mock_upstream"
+  load="$GATEWAY_BINARIES/load"
+else
+  cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
+  bin="$target/release/toolgate"
+  mock="$target/release/examples/mock_upstream"
+  load="$target/release/examples/load"
+fi
 
 disk="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-bench.XXXXXX")"
 shm=""
@@ -310,7 +318,11 @@ PY
 } > "$out/gateways.jsonl"
 {
   echo "{\"cores\": $(nproc), \"model\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\","
-  echo " \"commit\": \"$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo '+changes')\","
+  if [ -n "${GATEWAY_BINARIES:-}" ]; then
+    echo " \"commit\": \"binaries in $GATEWAY_BINARIES\","
+  else
+    echo " \"commit\": \"$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo '+changes')\","
+  fi
   echo " \"duration\": $duration, \"connections\": $connections, \"rate\": $rate,"
   echo " \"stream_rate\": $stream_rate, \"pause_ms\": $pause, \"load_threads\": $threads}"
 } > "$out/setup.json"

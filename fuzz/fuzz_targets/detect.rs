@@ -1,5 +1,6 @@
 //! `detect` on arbitrary bytes: never panics, never overflows the stack,
-//! its fast readers (envelope and arguments) agree with the reference
+//! its fast readers (envelope, arguments, arguments read from their JSON
+//! string) agree with the reference
 //! readers, and what it returns
 //! is consistent (calls numbered in order, within the
 //! limits, counted at least as often as kept; nothing read from a payload
@@ -22,6 +23,14 @@ fuzz_target!(|data: &[u8]| {
             };
             if let Err(why) = toolgate::detect::args::fast_path_agrees(text, &limits) {
                 panic!("{why}");
+            }
+            // Arguments read straight from a JSON string are those of its
+            // text: the input as a string, and the input's text quoted.
+            let quoted = serde_json::to_string(text).expect("a string is written");
+            for literal in [text, quoted.as_str()] {
+                if let Err(why) = toolgate::detect::args::quoted_path_agrees(literal, &limits) {
+                    panic!("{why}");
+                }
             }
         }
     }

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate::policy::Expectations;
-use toolgate::{detect_with, CheckOptions, Policy, Verdict};
+use toolgate::{detect_to_judge, CheckOptions, Policy, Verdict};
 
 use crate::summary::BadLine;
 
@@ -273,7 +273,7 @@ fn verdict(
     options: CheckOptions<'_>,
     label: Option<Box<Label>>,
 ) -> Outcome {
-    let detection = detect_with(payload, policy.limits());
+    let detection = detect_to_judge(payload, policy.limits());
     if detection.format.is_none() && detection.calls.is_empty() {
         let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(payload).is_ok();
         let message = detection

@@ -8,8 +8,8 @@ use std::time::Instant;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use toolgate::{
-    Caller, CheckOptions, DeclaredTools, Detection, Framing, Phase, RateCounter, Verdict,
-    Violation, ViolationCode,
+    Caller, CheckOptions, DeclaredTools, Detection, Framing, Phase, RateCounter, ToolDeclarations,
+    Verdict, Violation, ViolationCode,
 };
 
 use crate::audit::{now_ms, AuditRecord};
@@ -133,7 +133,7 @@ impl Exchange {
             framing: Framing::Json,
             calls: Vec::new(),
             results: Vec::new(),
-            tools: Vec::new(),
+            tools: ToolDeclarations::default(),
             violations: vec![Violation::payload(ViolationCode::MalformedPayload, why)],
             pending: None,
             continues: false,

@@ -86,6 +86,8 @@ pub struct Gateway {
     pub(crate) policy_hash: String,
     pub(crate) config: Config,
     pub(crate) client: reqwest::Client,
+    /// Each route's upstream URL, parsed.
+    pub(crate) urls: upstream::Urls,
     pub(crate) audit: Audit,
     pub(crate) counters: Counters,
     /// Request tool lists, compiled once.
@@ -149,6 +151,7 @@ impl Gateway {
             .no_proxy()
             .build()
             .map_err(|err| ConfigError(format!("cannot build the upstream client: {err}")))?;
+        let urls = upstream::Urls::new(&config.upstream);
         let policy_hash = hex::encode(Sha256::digest(policy_text));
         let caller_keys = caller::CallerKeys::new(&policy);
         let counters = Counters::open(policy.access().limits_backend.as_deref())?;
@@ -157,6 +160,7 @@ impl Gateway {
             policy_hash,
             policy,
             config,
+            urls,
             client,
             audit,
             counters,

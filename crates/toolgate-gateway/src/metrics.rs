@@ -14,6 +14,9 @@
 //! - `toolgate_request_duration_seconds{route}`,
 //!   `toolgate_check_duration_seconds{route}`,
 //!   `toolgate_upstream_duration_seconds{route}`: histograms.
+//! - `toolgate_tool_lists_total{outcome}`: requests that declared tools,
+//!   by whether their list's compiled form was `reused` (the same text
+//!   seen before) or `compiled`.
 //! - `toolgate_mcp_calls_total{route, tool, outcome}`: MCP `tools/call`s
 //!   by server (`mcp/<name>`), tool (only tools the server listed) and
 //!   outcome (`released`, `refused`, `result_refused`).
@@ -58,6 +61,11 @@ struct KindLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct McpLabels {
     /// `mcp/<server>`.
     route: &'static str,
@@ -81,6 +89,7 @@ pub struct Metrics {
     check_seconds: Histograms,
     upstream_seconds: Histograms,
     mcp_calls: Family<McpLabels, Counter>,
+    tool_lists: Family<OutcomeLabels, Counter>,
     audit: AuditMetrics,
 }
 
@@ -174,6 +183,12 @@ impl Default for Metrics {
             "MCP tools/call requests, by server, tool and outcome",
             mcp_calls.clone(),
         );
+        let tool_lists = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "tool_lists",
+            "Requests that declared tools, by whether their list was reused compiled or compiled",
+            tool_lists.clone(),
+        );
         let audit = AuditMetrics::default();
         registry.register(
             "audit_commit_duration_seconds",
@@ -210,6 +225,7 @@ impl Default for Metrics {
             check_seconds,
             upstream_seconds,
             mcp_calls,
+            tool_lists,
             audit,
         }
     }
@@ -220,6 +236,15 @@ impl Metrics {
     #[must_use]
     pub fn audit(&self) -> &AuditMetrics {
         &self.audit
+    }
+
+    /// A request declared tools: their compiled form was found by the
+    /// list's text (`reused`), or compiled.
+    pub(crate) fn tool_list(&self, reused: bool) {
+        let outcome = if reused { "reused" } else { "compiled" };
+        self.tool_lists
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// A verdict was reached on `route` in `took`.

@@ -154,7 +154,10 @@ pub(crate) fn check(
             .violations
             .extend(unreleased_approvals(gw, body, caller));
     }
-    let declared = gw.declared.get(policy, &detection.tools);
+    let declared = gw.declared.get(policy, &detection.tools).map(|found| {
+        gw.metrics.tool_list(found.reused);
+        found.declared
+    });
     let options = CheckOptions {
         caller,
         declared: declared.as_deref(),

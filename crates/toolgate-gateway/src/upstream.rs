@@ -21,6 +21,7 @@ use tokio_util::io::{ReaderStream, StreamReader};
 
 use crate::error::Failure;
 use crate::exchange::Exchange;
+use crate::providers::Provider;
 use crate::request::REQUEST_ID;
 use crate::Gateway;
 
@@ -123,16 +124,26 @@ impl Answer {
         max: usize,
         deadline: tokio::time::Instant,
     ) -> Result<Bytes, Read> {
-        let mut body = BytesMut::new();
+        // A body that came in one chunk is that chunk, not a copy of it.
+        let mut first = Bytes::new();
+        let mut joined = BytesMut::new();
         loop {
             let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
             match self.chunk(wait).await? {
-                None => return Ok(body.freeze()),
+                None if joined.is_empty() => return Ok(first),
+                None => return Ok(joined.freeze()),
                 Some(chunk) => {
-                    if body.len() + chunk.len() > max {
+                    if first.len() + joined.len() + chunk.len() > max {
                         return Err(Read::Failed(Failure::UpstreamTooLarge { max }));
                     }
-                    body.extend_from_slice(&chunk);
+                    if first.is_empty() && joined.is_empty() {
+                        first = chunk;
+                    } else {
+                        if joined.is_empty() {
+                            joined.extend_from_slice(&std::mem::take(&mut first));
+                        }
+                        joined.extend_from_slice(&chunk);
+                    }
                 }
             }
         }
@@ -155,6 +166,32 @@ fn classify(err: &io::Error) -> Read {
     }
 }
 
+/// Each route's upstream URL, parsed once: a request with no query string
+/// to pass on takes a copy rather than parsing its URL again.
+#[derive(Debug, Default)]
+pub(crate) struct Urls(Vec<(Provider, reqwest::Url)>);
+
+impl Urls {
+    /// The URLs of `upstream` (a gateway with no model upstream has none).
+    pub(crate) fn new(upstream: &str) -> Urls {
+        Urls(
+            Provider::ALL
+                .into_iter()
+                .filter_map(|provider| {
+                    let url = reqwest::Url::parse(&format!("{upstream}{}", provider.path()));
+                    url.ok().map(|url| (provider, url))
+                })
+                .collect(),
+        )
+    }
+
+    fn get(&self, provider: Provider) -> Option<&reqwest::Url> {
+        self.0
+            .iter()
+            .find_map(|(p, url)| (*p == provider).then_some(url))
+    }
+}
+
 /// Send `body` upstream; its answer's headers within the timeout.
 pub(crate) async fn send(
     gw: &Gateway,
@@ -162,15 +199,30 @@ pub(crate) async fn send(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Answer, Failure> {
-    let mut url = format!("{}{}", gw.config.upstream, exchange.provider.path());
-    if let Some(query) = exchange.query.as_deref().filter(|q| !q.is_empty()) {
-        let query = query_without_keys(gw, query);
-        if !query.is_empty() {
-            url.push('?');
-            url.push_str(&query);
+    let query = exchange
+        .query
+        .as_deref()
+        .filter(|q| !q.is_empty())
+        .map(|q| query_without_keys(gw, q))
+        .filter(|q| !q.is_empty());
+    let request = match (query, gw.urls.get(exchange.provider)) {
+        (None, Some(url)) => gw.client.post(url.clone()),
+        (query, _) => {
+            let mut url = format!("{}{}", gw.config.upstream, exchange.provider.path());
+            if let Some(query) = query {
+                url.push('?');
+                url.push_str(&query);
+            }
+            gw.client.post(url)
         }
-    }
-    let sent = gw.client.post(url).headers(headers).body(body).send();
+    };
+    let sent = match request.body(body).build() {
+        Ok(mut request) => {
+            replace_headers(request.headers_mut(), headers);
+            gw.client.execute(request)
+        }
+        Err(err) => return Err(Failure::UpstreamUnavailable(reason(&err))),
+    };
     let response = match tokio::time::timeout(gw.config.upstream_timeout, sent).await {
         Err(_) => return Err(Failure::UpstreamTimeout),
         Ok(Err(err)) if err.is_timeout() => return Err(Failure::UpstreamTimeout),
@@ -178,6 +230,30 @@ pub(crate) async fn send(
         Ok(Ok(response)) => response,
     };
     Ok(Answer::read(response))
+}
+
+/// `src` in place of the headers of the same names in `dst`, as
+/// `RequestBuilder::headers` puts them; moved whole into an empty map (a
+/// request's, unless its URL holds credentials).
+fn replace_headers(dst: &mut HeaderMap, src: HeaderMap) {
+    if dst.is_empty() {
+        *dst = src;
+        return;
+    }
+    let mut last: Option<HeaderName> = None;
+    for (name, value) in src {
+        match name {
+            Some(name) => {
+                dst.insert(name.clone(), value);
+                last = Some(name);
+            }
+            None => {
+                if let Some(name) = &last {
+                    dst.append(name.clone(), value);
+                }
+            }
+        }
+    }
 }
 
 impl Answer {

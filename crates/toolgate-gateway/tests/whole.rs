@@ -912,6 +912,90 @@ async fn tools_declared_in_the_request_are_merged_with_the_policy() {
     assert_eq!(verdict["violations"][0]["path"], "/units");
 }
 
+/// The tools of a chat request: `get_weather`, whose `city` is at most
+/// `max` characters.
+fn weather_tools(max: u64) -> String {
+    json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": max}},
+                       "required": ["city"]}}}])
+    .to_string()
+}
+
+#[tokio::test]
+#[allow(clippy::float_cmp)]
+async fn requests_with_different_tool_lists_never_share_a_gate_and_a_repeated_list_is_reused() {
+    let upstream = Upstream::start().await;
+    let gw = gateway("forbidden: [delete_user]", &upstream).await;
+    let chat = |tools: &str| {
+        format!(
+            r#"{{"model": "gpt-4o", "messages": [{{"role": "user", "content": "weather?"}}], "tools": {tools}}}"#
+        )
+    };
+    // Two lists that differ in one schema detail; the second written again
+    // with its keys in another order and with other white space (the same
+    // tools, another text: compiled on its own, with the same verdicts).
+    let short = chat(&weather_tools(4));
+    let long = chat(&weather_tools(8));
+    let reordered = chat(
+        r#"[ {"function": {"parameters": {"required": ["city"], "properties": {"city": {"maxLength": 8, "type": "string"}}, "type": "object"}, "name": "get_weather"}, "type": "function"} ]"#,
+    );
+    // Anthropic lists that differ in one enum value.
+    let messages = |units: &str| {
+        format!(
+            r#"{{"model": "claude-haiku-4-5", "max_tokens": 64, "messages": [{{"role": "user", "content": "weather?"}}], "tools": [{{"name": "get_weather", "input_schema": {{"type": "object", "properties": {{"units": {{"enum": ["c", "{units}"]}}}}, "required": ["units"]}}}}]}}"#
+        )
+    };
+    let (fahrenheit, kelvin) = (messages("f"), messages("k"));
+    // "Paris" is 5 characters: too long for the first list only; "k" is
+    // one of the units of the last list only.
+    let paris = Route::Chat.calls(&[("get_weather", r#"{"city": "Paris"}"#)]);
+    let in_kelvin = Route::Messages.calls(&[("get_weather", r#"{"units": "k"}"#)]);
+    let turns = [
+        (Route::Chat, &short, &paris, false),
+        (Route::Chat, &long, &paris, true),
+        (Route::Chat, &short, &paris, false),
+        (Route::Chat, &reordered, &paris, true),
+        (Route::Chat, &long, &paris, true),
+        (Route::Chat, &reordered, &paris, true),
+        (Route::Chat, &short, &paris, false),
+        (Route::Messages, &fahrenheit, &in_kelvin, false),
+        (Route::Messages, &kelvin, &in_kelvin, true),
+        (Route::Messages, &fahrenheit, &in_kelvin, false),
+        (Route::Messages, &kelvin, &in_kelvin, true),
+    ];
+    for (at, (route, request, answer, passes)) in turns.into_iter().enumerate() {
+        upstream.reply(Reply::json(answer.clone()));
+        let response = post(&gw, route, request.clone()).await;
+        if passes {
+            assert_eq!(response.status(), 200, "turn {at}");
+            assert_eq!(response.bytes().await.unwrap(), *answer, "turn {at}");
+        } else {
+            let verdict = blocked(route, response).await;
+            assert_eq!(
+                codes(&verdict),
+                ["schema_violation"],
+                "turn {at}: {verdict}"
+            );
+        }
+    }
+    // Five texts compiled once each; every other request found its own.
+    let text = client()
+        .get(gw.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lists = |outcome: &str| {
+        sample(
+            &text,
+            &format!("toolgate_tool_lists_total{{outcome=\"{outcome}\"}}"),
+        )
+    };
+    assert_eq!((lists("compiled"), lists("reused")), (5.0, 6.0), "{text}");
+}
+
 #[tokio::test]
 async fn a_first_responses_request_with_a_string_input_goes_upstream() {
     // The most common Responses request: nothing to link, nothing declared.

@@ -31,7 +31,7 @@ use toolgate::detect::tape::{Leaf, TapeWriter};
 use toolgate::policy::Normalize;
 use toolgate::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Detection, Format, Framing, Limits,
-    ObjectArguments, ToolCall, ViolationCode,
+    ObjectArguments, ToolCall, ToolDeclarations, ViolationCode,
 };
 
 /// Levels the calls' JSON text adds above a call's arguments (the object,
@@ -136,7 +136,7 @@ pub(crate) fn read_calls(
         framing: Framing::Json,
         calls,
         results: Vec::new(),
-        tools: Vec::new(),
+        tools: ToolDeclarations::default(),
         violations: Vec::new(),
         pending: Some(0),
         continues: false,

@@ -45,7 +45,10 @@ pub mod policy;
 pub mod verdict;
 
 pub use check::{CheckOptions, DeclaredTools, RateCounter};
-pub use detect::{detect, detect_with, Assembler, Detection, Limits, StreamEvent};
+pub use detect::{
+    detect, detect_to_judge, detect_with, Assembler, Detection, Limits, StreamEvent,
+    ToolDeclarations,
+};
 pub use model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, ContentShape, Format,
     Framing, Link, ObjectArguments, ToolCall, ToolResult,

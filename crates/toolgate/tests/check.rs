@@ -219,7 +219,7 @@ fn declared_tools_compiled_once_judge_like_the_payloads_own() {
     let bytes = serde_json::to_vec(&request).unwrap();
     let own = policy.check_with(&bytes, CheckOptions::default());
     let found = toolgate::detect(&bytes);
-    let declared = policy.declare(&found.tools);
+    let declared = policy.declare_sent(&found.tools);
     let reused = policy.check_with(
         &bytes,
         CheckOptions {

@@ -397,6 +397,113 @@ proptest! {
     }
 }
 
+/// JSON objects whose strings hold what JSON escapes: quotes,
+/// backslashes, control characters, slashes, non-ASCII text.
+fn escaped_object() -> impl Strategy<Value = serde_json::Value> {
+    let text = "[a-z\"\\\\/ \n\t\u{0}-\u{1f}\u{7f}é€😀]{0,8}";
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|n| json!(n)),
+        text.prop_map(serde_json::Value::String),
+    ];
+    let value = leaf.prop_recursive(3, 24, 4, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+            proptest::collection::btree_map(text, inner, 0..5)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    });
+    proptest::collection::btree_map(text, value, 0..5)
+        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
+}
+
+/// A JSON string holding `text`, every character past ASCII escaped
+/// (`\\u00e9`, surrogate pairs for the rest), and slashes too when asked.
+fn ascii_literal(text: &str, slashes: bool) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    for unit in serde_json::to_string(text).unwrap().chars() {
+        match unit {
+            '/' if slashes => out.push_str("\\/"),
+            c if c.is_ascii() => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(out, "\\u{unit:04x}").unwrap();
+                }
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+    /// Arguments read straight from their JSON string are the arguments
+    /// read from its decoded text, however the text and the string are
+    /// written; and the reading straight from the string takes every
+    /// string the text's reader takes.
+    #[test]
+    fn arguments_read_from_their_string_are_those_of_its_text(value in escaped_object()) {
+        let limits = Limits::default();
+        for text in [value.to_string(), serde_json::to_string_pretty(&value).unwrap()] {
+            let taken = toolgate::detect::args::fast_path_agrees(&text, &limits)
+                .map_err(TestCaseError::fail)?;
+            for literal in [
+                serde_json::to_string(&text).unwrap(),
+                ascii_literal(&text, false),
+                ascii_literal(&text, true),
+            ] {
+                let quoted = toolgate::detect::args::quoted_path_agrees(&format!("{literal},1"), &limits)
+                    .map_err(TestCaseError::fail)?;
+                prop_assert_eq!(quoted, taken, "{}", literal);
+            }
+        }
+    }
+
+    /// Arguments read as the envelope is read (an Anthropic `input`
+    /// object, an OpenAI `arguments` string) are those the reference
+    /// reader finds, whatever the nesting bound: the same calls, arguments
+    /// and violations as when a key the fast reader does not take (an
+    /// escaped one, which no reader looks at) sends the payload to the
+    /// reference reader.
+    #[test]
+    fn arguments_read_in_passing_are_those_of_the_reference_reader(
+        value in escaped_object(),
+        max_depth in 2_usize..9,
+    ) {
+        let limits = Limits { max_depth, ..Limits::default() };
+        let anthropic = json!({"type": "message", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "f", "input": value}]});
+        let openai = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "f", "arguments": value.to_string()}}]}}]});
+        for payload in [anthropic, openai] {
+            let text = payload.to_string();
+            let referenced = format!("{{\"\\u0078\":0,{}", &text[1..]);
+            let fast = detect_with(text.as_bytes(), &limits);
+            let reference = detect_with(referenced.as_bytes(), &limits);
+            prop_assert_eq!(&fast.calls, &reference.calls);
+            // Messages say where in the text: the key moved that.
+            let codes = |found: &Detection| {
+                found.violations.iter().map(|v| (v.code, v.call)).collect::<Vec<_>>()
+            };
+            prop_assert_eq!(codes(&fast), codes(&reference));
+        }
+    }
+
+    /// Whatever the text, the reading straight from a string takes only
+    /// valid JSON strings, and reads them as their text reads.
+    #[test]
+    fn arguments_read_from_any_string_agree(body in r#""[\[\]{}":,a-z0-9 \\/ntrufalseu-]{0,80}"#) {
+        toolgate::detect::args::quoted_path_agrees(&body, &Limits::default())
+            .map_err(TestCaseError::fail)?;
+    }
+}
+
 #[test]
 fn a_single_stream_event_is_a_stream_of_one() {
     let event = br#"{"contentBlockStart":{"start":{"toolUse":{"toolUseId":"t1","name":"get_weather"}},"contentBlockIndex":0}}"#;

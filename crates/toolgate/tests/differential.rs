@@ -147,11 +147,11 @@ struct Walk {
 fn walk(document: &Value) -> Walk {
     let mut out = Walk::default();
     match document {
-        Value::Object(object) => walk_object(object, Slot::Root, false, &mut out),
+        Value::Object(object) => walk_object(object, Slot::Root, None, false, &mut out),
         Value::Array(items) => {
             for item in items {
                 if let Value::Object(object) = item {
-                    walk_object(object, Slot::Root, false, &mut out);
+                    walk_object(object, Slot::Root, None, false, &mut out);
                 }
             }
         }
@@ -355,7 +355,16 @@ fn is_result(object: &Map<String, Value>, kind: Kind<'_>, role: Option<&str>) ->
         || (role.is_some_and(|r| ["tool", "function"].contains(&r)) && carries && !parts_only)
 }
 
-fn walk_object(object: &Map<String, Value>, slot: Slot, quiet: bool, out: &mut Walk) {
+/// Read `object` as detect reads it in `slot`; `given` is the role a
+/// wrapper gives it when it says none itself (a `messages_to_dict` dump's
+/// `data`).
+fn walk_object(
+    object: &Map<String, Value>,
+    slot: Slot,
+    given: Option<&str>,
+    quiet: bool,
+    out: &mut Walk,
+) {
     let kind = kind_of(text(object, "type"));
     // A `type` that makes the object a call, a result or a known part
     // decides what it is: a `role` beside it is not a message's role.
@@ -365,7 +374,7 @@ fn walk_object(object: &Map<String, Value>, slot: Slot, quiet: bool, out: &mut W
         (_, Kind::Message(Some(role))) => Some(role),
         // A message with no role is of some other role than the user's.
         (_, Kind::Message(None)) => Some(text(object, "role").unwrap_or("other")),
-        (_, Kind::Other) => text(object, "role"),
+        (_, Kind::Other) => text(object, "role").or(given),
         _ => None,
     };
     // Calls inside a user, system or developer message are not calls; a
@@ -494,37 +503,43 @@ fn walk_containers(
     quiet: bool,
     out: &mut Walk,
 ) {
+    // A `messages_to_dict` dump's `data`, an object with no role of its
+    // own, is a function message.
+    let kind = text(object, "type");
+    let dumped =
+        (matches!(kind_of(kind), Kind::Other) && kind == Some("function")).then_some("function");
     for (key, value) in object {
         let key = key.as_str();
         if consumed(key) {
             continue;
         }
-        let inner = |value: &Value, out: &mut Walk| {
+        let given = if key == "data" { dumped } else { None };
+        let inner = |value: &Value, given: Option<&str>, out: &mut Walk| {
             if let Value::Object(child) = value {
-                walk_object(child, Slot::Inner, quiet, out);
+                walk_object(child, Slot::Inner, given, quiet, out);
             }
         };
         let each = |value: &Value, out: &mut Walk| {
             if let Value::Array(items) = value {
                 for item in items {
-                    inner(item, out);
+                    inner(item, None, out);
                 }
             }
         };
         if LISTS.contains(&key) {
             each(value, out);
         } else if OBJECTS.contains(&key) {
-            inner(value, out);
+            inner(value, None, out);
         } else if LIST_OR_OBJECT.contains(&key) || (key == "data" && data) {
             each(value, out);
-            inner(value, out);
+            inner(value, given, out);
         } else if CALL_LISTS.contains(&key) || INVALID_CALL_LISTS.contains(&key) {
             let invalid = INVALID_CALL_LISTS.contains(&key);
             match value {
                 Value::Array(items) => {
                     for item in items {
                         if let Value::Object(call) = item {
-                            walk_object(call, Slot::CallList { invalid }, quiet, out);
+                            walk_object(call, Slot::CallList { invalid }, None, quiet, out);
                         }
                     }
                 }

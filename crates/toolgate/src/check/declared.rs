@@ -8,6 +8,7 @@ use rustc_hash::FxHashSet;
 use serde_json::Value;
 
 use super::name;
+use crate::detect::ToolDeclarations;
 use crate::policy::names::NameSet;
 use crate::policy::{declare, parse_tool, Policy, Problem, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
@@ -30,6 +31,24 @@ pub(crate) struct RequestTools {
 }
 
 impl RequestTools {
+    /// Read and compile the tools a payload declares, as sent; each
+    /// invalid declaration is a violation, and so is a list that cannot
+    /// be read (then nothing is declared, and the payload fails).
+    pub(crate) fn compile_sent(
+        policy: &Policy,
+        sent: &ToolDeclarations,
+        out: &mut Vec<Violation>,
+    ) -> Self {
+        if let Ok(tools) = sent.values() {
+            return RequestTools::compile(policy, &tools, out);
+        }
+        out.push(Violation::payload(
+            ViolationCode::InputLimitExceeded,
+            "the request's tool declarations are nested too deeply to read",
+        ));
+        RequestTools::compile(policy, &[], out)
+    }
+
     /// Compile `tools`; each invalid declaration is a violation.
     pub(crate) fn compile(policy: &Policy, tools: &[Value], out: &mut Vec<Violation>) -> Self {
         let mut problems: Vec<Problem> = Vec::new();

@@ -21,7 +21,7 @@ use self::declared::RequestTools;
 pub use self::expectations::json_eq;
 pub(crate) use self::name::safe_names;
 use self::score::Ratio;
-use crate::detect::{detect_with, Detection};
+use crate::detect::{detect_to_judge, Detection, ToolDeclarations};
 use crate::model::{Caller, ToolCall};
 use crate::policy::access::RateLimit;
 use crate::policy::{Expectations, Policy};
@@ -47,8 +47,9 @@ pub struct CheckOptions<'a> {
     /// gateway, which forwards them unchanged, so that what is validated
     /// is what executes.
     pub as_written: bool,
-    /// The request's tools, compiled by [`Policy::declare`]: used instead
-    /// of compiling the payload's own `tools` again.
+    /// The request's tools, compiled by [`Policy::declare_sent`] (or
+    /// [`Policy::declare`]): used instead of compiling the payload's own
+    /// `tools` again.
     pub declared: Option<&'a DeclaredTools>,
     /// What to judge: the calls the model just made, what an application
     /// sends back, or everything (the default).
@@ -96,6 +97,19 @@ impl Policy {
         DeclaredTools { tools, violations }
     }
 
+    /// Read and compile the tools a payload declares, as [`detect`]
+    /// found them ([`Detection::tools`]), merged with the policy's. A list
+    /// that cannot be read is `input_limit_exceeded` among the
+    /// [`violations`](DeclaredTools::violations).
+    ///
+    /// [`detect`]: crate::detect()
+    #[must_use]
+    pub fn declare_sent(&self, request_tools: &ToolDeclarations) -> DeclaredTools {
+        let mut violations = Vec::new();
+        let tools = RequestTools::compile_sent(self, request_tools, &mut violations);
+        DeclaredTools { tools, violations }
+    }
+
     /// The violation of a call named `name` on its name alone (`forbidden`,
     /// `not_allowed`), if any, given the tools the request declared: what a
     /// complete check would also find.
@@ -132,7 +146,7 @@ impl Policy {
     /// Read `bytes` and check them with `options`.
     #[must_use]
     pub fn check_with(&self, bytes: &[u8], options: CheckOptions<'_>) -> Verdict {
-        self.judge(detect_with(bytes, &self.limits), options)
+        self.judge(detect_to_judge(bytes, &self.limits), options)
     }
 
     /// Check what [`detect`](crate::detect()) found.
@@ -170,7 +184,7 @@ impl Policy {
             Some(&declared.tools)
         } else {
             compiled =
-                (!tools.is_empty()).then(|| RequestTools::compile(self, &tools, &mut payload));
+                (!tools.is_empty()).then(|| RequestTools::compile_sent(self, &tools, &mut payload));
             compiled.as_ref()
         };
         let result_violations = if phase.judges(Category::Result, options.results) {

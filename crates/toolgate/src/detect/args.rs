@@ -113,6 +113,32 @@ pub fn fast_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
     }
 }
 
+/// For the tests and the `detect` fuzz target: `text`, which starts with
+/// a JSON string, read onto a tape straight from the string as written
+/// ([`Tape::read_quoted`]), and by decoding the string and reading its
+/// text. `Ok(true)` when the first took it and made the very tape the
+/// second makes, `Ok(false)` when it gave up; `Err` says how the two
+/// disagree.
+#[doc(hidden)]
+pub fn quoted_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
+    let max = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
+    let Some((tape, used)) = Tape::read_quoted(text, max) else {
+        return Ok(false);
+    };
+    let literal = text
+        .get(..used)
+        .ok_or_else(|| format!("the quoted reading ended inside a character of {text:?}"))?;
+    let decoded: String = serde_json::from_str(literal).map_err(|err| {
+        format!("the quoted reading took {literal:?}, which is no JSON string: {err}")
+    })?;
+    match Tape::read(&decoded, max) {
+        Some(read) if read == tape => Ok(true),
+        other => Err(format!(
+            "read from {literal:?}: {tape:?}; read from its text: {other:?}"
+        )),
+    }
+}
+
 /// The strict reader, past the checks on the text as a whole.
 fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, ArgumentError> {
     let mut de = serde_json::Deserializer::from_str(text);

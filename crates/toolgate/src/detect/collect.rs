@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::detect::args::parse_arguments;
 use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
 use crate::detect::node::Raw;
-use crate::detect::Detection;
+use crate::detect::tape::Tape;
+use crate::detect::{Detection, ToolDeclarations};
 use crate::model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, ContentShape, Format,
     Framing, Link, ObjectArguments, ToolCall, ToolResult,
@@ -22,6 +23,9 @@ pub(crate) enum ArgSource<'a> {
     Text(Cow<'a, str>),
     /// An inline JSON value: an object, a string holding JSON text, or null.
     Inline(Raw<'a>),
+    /// Arguments (`raw`: an object, or a string holding one's JSON text)
+    /// read onto their tape in passing.
+    Tape(Box<Tape>, Raw<'a>),
     /// No arguments key at all: `{}`.
     Absent,
     /// The freeform input of a custom tool.
@@ -49,7 +53,7 @@ pub(crate) struct Collector<'l> {
     /// own).
     report_limit: bool,
     /// Tool declarations of a request (`tools`), as sent.
-    tools: Vec<Value>,
+    tools: ToolDeclarations,
     /// How deep the document readers have recursed.
     depth: usize,
     /// What the current turn recorded last: a call after a result starts a
@@ -77,6 +81,18 @@ pub(crate) struct Collector<'l> {
     path: smallvec::SmallVec<[&'static str; 8]>,
     /// Census mode: calls are not read, only where each sits (its path).
     census: Option<Vec<String>>,
+    /// Whether each call's arguments' text as received (`raw_arguments`)
+    /// is wanted.
+    pub(crate) raw_arguments: RawArguments,
+}
+
+/// Whether the calls' arguments' text as received is wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RawArguments {
+    Kept,
+    /// Not when the detection is only judged: an `arguments` string read
+    /// in passing is then not decoded for it.
+    Unwanted,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +146,7 @@ impl<'l> Collector<'l> {
             dropped_unread: 0,
             limit_at: None,
             report_limit: true,
-            tools: Vec::new(),
+            tools: ToolDeclarations::default(),
             depth: 0,
             last: Last::Nothing,
             open: Open::Start,
@@ -141,6 +157,7 @@ impl<'l> Collector<'l> {
             continues: false,
             path: smallvec::SmallVec::new(),
             census: None,
+            raw_arguments: RawArguments::Kept,
         }
     }
 
@@ -254,16 +271,11 @@ impl<'l> Collector<'l> {
         self.continues = true;
     }
 
-    /// Record the tool declarations of a request (a `tools` array). An
-    /// entry that is not an object is kept as it is: the check refuses it.
+    /// Record the tool declarations of a request (a `tools` array), as
+    /// their text: they are read when they are compiled. An entry that is
+    /// not an object is kept as it is: the check refuses it.
     pub(crate) fn declare_tools(&mut self, tools: Raw<'_>) {
-        match serde_json::from_str::<Vec<Value>>(tools.get()) {
-            Ok(list) => self.tools.extend(list),
-            Err(_) => self.violation(
-                ViolationCode::InputLimitExceeded,
-                "the request's tool declarations are nested too deeply to read",
-            ),
-        }
+        self.tools.push(tools.get());
     }
 
     /// Record that the payload is in `format`, even if it holds no call.
@@ -437,6 +449,20 @@ impl<'l> Collector<'l> {
                 (parse_arguments(&text, self.limits), text.into_owned())
             }
             ArgSource::Invalid(err, raw) => (Arguments::Invalid(err), raw),
+            // A string's text is no longer than the string less its
+            // quotes: within the bound when that is.
+            ArgSource::Tape(tape, raw)
+                if raw.get().len() - 2 * usize::from(raw.get().starts_with('"'))
+                    <= self.limits.max_argument_bytes =>
+            {
+                let text = match self.raw_arguments {
+                    RawArguments::Unwanted => String::new(),
+                    RawArguments::Kept => crate::detect::node::unquote(raw.get())
+                        .map_or_else(|| raw.get().to_owned(), Cow::into_owned),
+                };
+                (Arguments::Object(ObjectArguments::from_tape(*tape)), text)
+            }
+            ArgSource::Tape(_, raw) => self.arguments(kind, ArgSource::Inline(raw)),
             ArgSource::Inline(raw) => {
                 let text = raw.get();
                 match text.as_bytes().first() {

@@ -128,20 +128,33 @@ impl<'a> Cursor<'a> {
 pub(crate) fn items<'a, R>(
     reader: &mut R,
     close: u8,
+    item: impl FnMut(&mut R) -> Option<()>,
+) -> Option<()>
+where
+    R: std::ops::DerefMut<Target = Cursor<'a>>,
+{
+    items_spaced(reader, close, |reader| reader.space(), item)
+}
+
+/// [`items`], with `space` skipping what the text counts as whitespace.
+pub(crate) fn items_spaced<'a, R>(
+    reader: &mut R,
+    close: u8,
+    space: impl Fn(&mut R),
     mut item: impl FnMut(&mut R) -> Option<()>,
 ) -> Option<()>
 where
     R: std::ops::DerefMut<Target = Cursor<'a>>,
 {
-    reader.space();
+    space(reader);
     if reader.peek()? == close {
         reader.at += 1;
         return Some(());
     }
     loop {
-        reader.space();
+        space(reader);
         item(reader)?;
-        reader.space();
+        space(reader);
         match reader.peek()? {
             b',' => reader.at += 1,
             byte if byte == close => {

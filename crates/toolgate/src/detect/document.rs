@@ -15,7 +15,9 @@ use serde::Deserialize;
 use crate::detect::args::clip;
 use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
-use crate::detect::node::{id_text, is, parse, parse_node, text, Flag, Node, Obj, Raw, Result};
+use crate::detect::node::{
+    id_text, is, parse, parse_node, text, Flag, Node, Obj, Raw, ReadString, Result,
+};
 use crate::detect::positions::{
     self, Container, Field, Holds, HostedArgs, Single, Tag, ARGUMENT_KEYS,
 };
@@ -881,17 +883,14 @@ fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>
         .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
 }
 
-/// The arguments `key` holds: the text the fast reader decoded in
+/// The arguments `key` holds: what the fast reader read of them in
 /// passing, if it did (the first reading takes it), else the raw value.
 fn inline<'a>(o: &Obj<'a>, key: &str, raw: Raw<'a>) -> ArgSource<'a> {
-    let decoded = if key == "arguments" {
-        o.arguments_text.take()
-    } else {
-        None
-    };
-    decoded.map_or(ArgSource::Inline(raw), |text| {
-        ArgSource::Text(Cow::Owned(text))
-    })
+    match o.arguments_text.take(key) {
+        Some(ReadString::Tape(_, tape)) => ArgSource::Tape(tape, raw),
+        Some(ReadString::Text(text)) => ArgSource::Text(Cow::Owned(text.into())),
+        None => ArgSource::Inline(raw),
+    }
 }
 
 fn incomplete_error() -> ArgumentError {

@@ -16,9 +16,10 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox, Raw, Seen,
-    SIMPLE,
+    add_rare, decoded, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox, Raw,
+    ReadString, Seen, SIMPLE,
 };
+use crate::detect::tape::Tape;
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -302,11 +303,39 @@ impl<'a> Scan<'a> {
                 scan.space();
                 if scan.peek()? == b'"' {
                     // JSON text in a string, dense with escaped quotes:
-                    // decoded once, here, rather than scanned here and
-                    // decoded again when its call is read.
+                    // read here onto its tape, or else decoded here,
+                    // rather than scanned here and decoded again when its
+                    // call is read.
+                    let start = scan.at;
+                    if let Some((tape, used)) =
+                        Tape::read_quoted(&scan.text[start..], scan.max_depth)
+                    {
+                        scan.at += used;
+                        obj.arguments_text = Decoded::new(ReadString::tape("arguments", tape));
+                        let raw = Raw::checked(&scan.text[start..scan.at]);
+                        return store(obj, field, Value::Raw(raw));
+                    }
                     let (raw, text) = scan.decoded_string()?;
-                    obj.arguments_text = Decoded::new(text);
+                    obj.arguments_text = Decoded::new(text.map(ReadString::Text));
                     return store(obj, field, Value::Raw(raw));
+                }
+            }
+            if let Field::arguments | Field::input | Field::args = field {
+                scan.space();
+                if scan.peek()? == b'{' {
+                    // Arguments as an object: read onto their tape here
+                    // rather than skipped here and read when their call is.
+                    let start = scan.at;
+                    let room = scan.max_depth - scan.depth;
+                    if let Some((tape, used)) =
+                        Tape::read_object(&scan.text[start..], scan.max_depth, room)
+                    {
+                        scan.at += used;
+                        let key = KEYS[field as usize];
+                        obj.arguments_text = Decoded::new(ReadString::tape(key, tape));
+                        let raw = Raw::checked(&scan.text[start..scan.at]);
+                        return store(obj, field, Value::Raw(raw));
+                    }
                 }
             }
             let value = scan.value(TAKES[field as usize])?;

@@ -10,6 +10,7 @@
 pub mod args;
 mod collect;
 mod cursor;
+mod declarations;
 mod document;
 mod fast;
 pub mod limits;
@@ -27,6 +28,7 @@ use serde::Serialize;
 pub(crate) use self::args::json_type;
 pub use self::args::{parse_arguments, parse_object};
 use self::collect::Collector;
+pub use self::declarations::ToolDeclarations;
 #[doc(hidden)]
 pub use self::fast::agrees as fast_path_agrees;
 pub use self::limits::Limits;
@@ -47,9 +49,11 @@ pub struct Detection {
     /// Every tool result, in order.
     pub results: Vec<ToolResult>,
     /// The tool declarations of a request in the payload (its `tools`), as
-    /// sent: a check merges them with the policy's.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<serde_json::Value>,
+    /// sent, kept as their JSON text: a check reads and compiles them
+    /// ([`Policy::declare_sent`](crate::Policy::declare_sent)) and merges
+    /// them with the policy's.
+    #[serde(skip_serializing_if = "ToolDeclarations::is_empty")]
+    pub tools: ToolDeclarations,
     /// Problems with the payload as a whole (`malformed_payload`,
     /// `input_limit_exceeded`). Problems with one call's arguments are on
     /// the call.
@@ -87,7 +91,25 @@ pub fn detect(bytes: &[u8]) -> Detection {
 /// Read the tool calls and results of a payload within `limits`.
 #[must_use]
 pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
+    read(bytes, Collector::new(limits), limits)
+}
+
+/// [`detect_with`] for a caller that only judges what is found
+/// ([`Policy::judge`](crate::Policy::judge), which reads no call's
+/// `raw_arguments`): every call's `raw_arguments` is left empty, and an
+/// `arguments` string is read onto its tape without being decoded too.
+#[must_use]
+pub fn detect_to_judge(bytes: &[u8], limits: &Limits) -> Detection {
     let mut out = Collector::new(limits);
+    out.raw_arguments = collect::RawArguments::Unwanted;
+    let mut found = read(bytes, out, limits);
+    for call in &mut found.calls {
+        call.raw_arguments = String::new();
+    }
+    found
+}
+
+fn read(bytes: &[u8], mut out: Collector<'_>, limits: &Limits) -> Detection {
     if bytes.len() > limits.max_payload_bytes {
         out.violation(
             ViolationCode::InputLimitExceeded,
@@ -99,7 +121,7 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
         );
         return out.finish(Framing::Json);
     }
-    let Ok(text) = std::str::from_utf8(bytes) else {
+    let Some(text) = node::utf8(bytes) else {
         out.violation(
             ViolationCode::MalformedPayload,
             "the payload is not UTF-8 text",

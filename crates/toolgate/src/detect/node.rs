@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 
 use crate::detect::fast::{is_special, special, special_mask};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
+use crate::detect::tape::Tape;
 
 thread_local! {
     /// How many envelope objects and arrays the parser is inside, on this
@@ -49,18 +50,56 @@ impl Drop for Level {
     }
 }
 
-/// A string's text decoded in passing, taken once. Views compare equal
-/// whether or not it was: it is what the raw value says.
+/// Arguments read in passing (an `arguments` string, an `input` object),
+/// taken once by the first reading of their call, which names their key.
+/// Views compare equal whether or not they were: it is what the raw value
+/// says.
 #[derive(Default)]
-pub(crate) struct Decoded(Cell<Option<Box<str>>>);
+pub(crate) struct Decoded(Cell<Option<ReadString>>);
 
-impl Decoded {
-    pub(crate) fn new(text: Option<Box<str>>) -> Decoded {
-        Decoded(Cell::new(text))
+/// What the fast reader read of arguments in passing.
+pub(crate) enum ReadString {
+    /// The arguments of a key (its row of
+    /// [`ARGUMENT_KEYS`](crate::detect::positions::ARGUMENT_KEYS)), read
+    /// onto a tape (boxed: an `Obj` stays within a kibibyte).
+    Tape(u8, Box<Tape>),
+    /// An `arguments` string's text, escapes decoded (the tape's reader
+    /// gave up).
+    Text(Box<str>),
+}
+
+impl ReadString {
+    /// The arguments of `key` read onto `tape`.
+    pub(crate) fn tape(key: &str, tape: Tape) -> Option<ReadString> {
+        let row = crate::detect::positions::ARGUMENT_KEYS
+            .iter()
+            .position(|known| *known == key)?;
+        Some(ReadString::Tape(u8::try_from(row).ok()?, Box::new(tape)))
     }
 
-    pub(crate) fn take(&self) -> Option<String> {
-        self.0.take().map(String::from)
+    fn key(&self) -> Option<&'static str> {
+        match self {
+            ReadString::Tape(row, _) => crate::detect::positions::ARGUMENT_KEYS
+                .get(usize::from(*row))
+                .copied(),
+            ReadString::Text(_) => Some("arguments"),
+        }
+    }
+}
+
+impl Decoded {
+    pub(crate) fn new(read: Option<ReadString>) -> Decoded {
+        Decoded(Cell::new(read))
+    }
+
+    /// What was read of the arguments under `key`, if anything.
+    pub(crate) fn take(&self, key: &str) -> Option<ReadString> {
+        let read = self.0.take()?;
+        if read.key() == Some(key) {
+            return Some(read);
+        }
+        self.0.set(Some(read));
+        None
     }
 }
 
@@ -307,8 +346,9 @@ pub(crate) struct Obj<'a> {
     pub(crate) data: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) arguments: Option<Raw<'a>>,
-    /// The text of an `arguments` string, escapes decoded, when the fast
-    /// reader decoded it in passing; the first reading of it takes it.
+    /// Arguments the fast reader read in passing (of `arguments`, or of
+    /// `input` or `args` when an object); the first reading of them takes
+    /// them.
     #[serde(skip)]
     pub(crate) arguments_text: Decoded,
     #[serde(borrow)]
@@ -716,7 +756,7 @@ const MAX_SCRATCH: usize = 1 << 20;
 pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     let run = |scratch: &mut Vec<u8>| {
         let (end, written) = decode(body, scratch, 0)?;
-        let text = String::from_utf8(scratch[..written].to_vec()).ok()?;
+        let text = utf8(&scratch[..written])?.to_owned();
         if scratch.len() > MAX_SCRATCH {
             *scratch = Vec::new();
         }
@@ -729,6 +769,16 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     })
 }
 
+/// `bytes` as text, when they are UTF-8: checked with SIMD when there are
+/// enough of them for it to pay.
+pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.len() < 256 {
+        std::str::from_utf8(bytes).ok()
+    } else {
+        simdutf8::basic::from_utf8(bytes).ok()
+    }
+}
+
 /// Decode a JSON string's text into `out` from `from` on, `bytes`
 /// starting past its opening quote: where its closing quote is and how
 /// much was written, or `None` at a control character, an escape JSON does
@@ -736,11 +786,45 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
 /// What is written is valid UTF-8 when `bytes` is: only ASCII bytes stop a
 /// run. `out` is used as a buffer, its whole length past `from` written
 /// over; it grows past `from` to twice the text at most.
+pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(usize, usize)> {
+    decode_with(bytes, out, from, |at| match at[0] {
+        b'"' => Some(Special::End),
+        b'\\' => {
+            let simple = SIMPLE[usize::from(*at.get(1)?)];
+            if simple == 0 {
+                let (decoded, used) = escape(&at[1..])?;
+                Some(Special::Char(decoded, 1 + used))
+            } else {
+                Some(Special::Byte(simple, 2))
+            }
+        }
+        _ => None,
+    })
+}
+
+/// What a string says where a run of plain text stops (at a quote, a
+/// backslash or a control character): see [`decode_with`].
+pub(crate) enum Special {
+    /// The string's end.
+    End,
+    /// An ASCII character, and the bytes that write it.
+    Byte(u8, usize),
+    /// A character, and the bytes that write it.
+    Char(char, usize),
+}
+
+/// [`decode`], `special` saying what the bytes at each stop say (`None`
+/// when nothing this decodes).
 ///
 /// Eight bytes at a time, each run copied whole and the write position
 /// moved only to where it stops: in text dense with escapes the runs are
 /// short, and a copy of their own length costs more than the run.
-pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(usize, usize)> {
+pub(crate) fn decode_with(
+    bytes: &[u8],
+    out: &mut Vec<u8>,
+    from: usize,
+    special: impl Fn(&[u8]) -> Option<Special>,
+) -> Option<(usize, usize)> {
     let (mut at, mut written) = (0, from);
     loop {
         // Room for a whole run, or a surrogate pair's four bytes.
@@ -768,23 +852,19 @@ pub(crate) fn decode(bytes: &[u8], out: &mut Vec<u8>, from: usize) -> Option<(us
             at += run;
             written += run;
         }
-        match bytes[at] {
-            b'"' => return Some((at, written - from)),
-            b'\\' => {
-                let simple = SIMPLE[usize::from(*bytes.get(at + 1)?)];
-                if simple == 0 {
-                    let (decoded, used) = escape(&bytes[at + 1..])?;
-                    let utf8 = decoded.len_utf8();
-                    decoded.encode_utf8(out.get_mut(written..written + utf8)?);
-                    written += utf8;
-                    at += 1 + used;
-                } else {
-                    *out.get_mut(written)? = simple;
-                    written += 1;
-                    at += 2;
-                }
+        match special(&bytes[at..])? {
+            Special::End => return Some((at, written - from)),
+            Special::Byte(byte, used) => {
+                *out.get_mut(written)? = byte;
+                written += 1;
+                at += used;
             }
-            _ => return None,
+            Special::Char(decoded, used) => {
+                let utf8 = decoded.len_utf8();
+                decoded.encode_utf8(out.get_mut(written..written + utf8)?);
+                written += utf8;
+                at += used;
+            }
         }
     }
 }
@@ -807,7 +887,7 @@ pub(crate) const SIMPLE: [u8; 256] = {
 /// The character an escape stands for, given the text after its
 /// backslash, and how many bytes of that text it takes; `None` for an
 /// escape JSON does not have, or a surrogate that pairs with none.
-fn escape(after: &[u8]) -> Option<(char, usize)> {
+pub(crate) fn escape(after: &[u8]) -> Option<(char, usize)> {
     let decoded = match *after.first()? {
         b'"' => '"',
         b'\\' => '\\',
@@ -817,21 +897,50 @@ fn escape(after: &[u8]) -> Option<(char, usize)> {
         b'n' => '\n',
         b'r' => '\r',
         b't' => '\t',
-        b'u' => {
-            let unit = hex_unit(after.get(1..)?)?;
-            if !(0xD800..=0xDBFF).contains(&unit) {
-                return Some((char::from_u32(unit)?, 5));
-            }
-            let low = after.get(5..)?.strip_prefix(b"\\u").and_then(hex_unit)?;
-            if !(0xDC00..=0xDFFF).contains(&low) {
-                return None;
-            }
-            let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-            return Some((char::from_u32(pair)?, 11));
-        }
+        b'u' => return unicode(after, b"\\u"),
         _ => return None,
     };
     Some((decoded, 1))
+}
+
+/// One escape of a JSON text, as a JSON string holding that text writes
+/// it: `after` starts past the string's `\\` (the text's backslash).
+/// What the escape stands for, and how many of the string's bytes it
+/// takes; `None` for an escape JSON does not have, a surrogate that pairs
+/// with none, or an escape whose own characters the string escapes (other
+/// than a quote or a backslash, as `\\\"`).
+pub(crate) fn text_escape(after: &[u8]) -> Option<(char, usize)> {
+    match *after.first()? {
+        b'\\' => match *after.get(1)? {
+            b'"' => Some(('"', 2)),
+            b'\\' => Some(('\\', 2)),
+            _ => None,
+        },
+        b'u' => unicode(after, b"\\\\u"),
+        // A quote there ends the string: the text's escape is cut short.
+        b'"' => None,
+        byte => {
+            let simple = SIMPLE[usize::from(byte)];
+            (simple != 0).then_some((char::from(simple), 1))
+        }
+    }
+}
+
+/// A `uXXXX` escape at the start of `after`: its character and the bytes
+/// it takes, a surrogate pair's second half (after `next`, the second
+/// escape's backslashes and `u`) included; `None` for a surrogate that
+/// pairs with none.
+fn unicode(after: &[u8], next: &[u8]) -> Option<(char, usize)> {
+    let unit = hex_unit(after.get(1..)?)?;
+    if !(0xD800..=0xDBFF).contains(&unit) {
+        return Some((char::from_u32(unit)?, 5));
+    }
+    let low = after.get(5..)?.strip_prefix(next).and_then(hex_unit)?;
+    if !(0xDC00..=0xDFFF).contains(&low) {
+        return None;
+    }
+    let pair = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+    Some((char::from_u32(pair)?, 5 + next.len() + 4))
 }
 
 /// The four hex digits at the start of `text`, as a number.

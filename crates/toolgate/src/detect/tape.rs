@@ -18,9 +18,9 @@ use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
 use jsonschema::types::JsonType;
 use serde_json::{Map, Number, Value};
 
-use crate::detect::cursor::{items, reads_with_cursor, Cursor};
+use crate::detect::cursor::{items, items_spaced, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
-use crate::detect::node::decode;
+use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
 mod writer;
 
@@ -91,8 +91,9 @@ impl Scratch {
     /// buffers go back to the thread unless they grew past the bounds.
     fn finish(mut self, ok: bool, written: usize) -> Option<Tape> {
         let tape = ok
-            .then(|| String::from_utf8(self.text[..written].to_vec()).ok())
+            .then(|| utf8(&self.text[..written]))
             .flatten()
+            .map(str::to_owned)
             .map(|text| Tape {
                 slots: self.slots.clone(),
                 text,
@@ -129,20 +130,51 @@ impl Tape {
     /// Read arguments `text` (an object); `None` when the strict reader
     /// must.
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
-        // The strict reader's bound, with a level to spare.
-        let depth_left = max_depth.checked_sub(2)?;
-        let mut read = Read {
-            cursor: Cursor::new(text),
-            depth_left,
-            buffers: SCRATCH.with_borrow_mut(std::mem::take),
-            written: 0,
-        };
+        let mut read = Read::new(text, max_depth)?;
         read.space();
         let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
-        let Read {
-            buffers, written, ..
-        } = read;
-        buffers.finish(ok, written)
+        read.finish(ok)
+    }
+
+    /// Arguments given as a JSON object inside a document (an Anthropic
+    /// `input`), read onto a tape as the document is read: `text` starts
+    /// at its opening brace, and `room` is how many levels of nesting the
+    /// document has left. The tape and the bytes the object takes; `None`
+    /// when [`read`](Self::read) gives up on the object's text or the
+    /// document's nesting bound would be passed.
+    pub(crate) fn read_object(text: &str, max_depth: usize, room: usize) -> Option<(Tape, usize)> {
+        let mut read = Read::new(text, max_depth)?;
+        read.depth_left = read.depth_left.min(room);
+        let ok = read.peek() == Some(b'{') && read.value().is_some();
+        let used = read.at;
+        read.finish(ok).map(|tape| (tape, used))
+    }
+
+    /// Arguments given as a JSON string whose text is a JSON object (an
+    /// OpenAI `arguments` string), read onto a tape straight from the
+    /// string as written, its escapes decoded on the way rather than
+    /// before: `text` starts at the string's opening quote. The tape and
+    /// the bytes the string takes, quotes included. The tape is exactly
+    /// the one [`read`](Self::read) makes of the string's text; `None` when
+    /// that one gives up, when the string is not valid JSON, or when it
+    /// escapes what it need not: the text's structure written with
+    /// escapes other than `\"` and white space, a `\uXXXX` of the string
+    /// standing for a quote, a backslash or a control character of the
+    /// text (the string is then decoded and its text read, which says
+    /// exactly what is wrong).
+    pub(crate) fn read_quoted(text: &str, max_depth: usize) -> Option<(Tape, usize)> {
+        if !text.starts_with('"') {
+            return None;
+        }
+        let mut read = Read::new(text, max_depth)?;
+        read.at = 1;
+        read.quoted_space();
+        let ok = read.peek() == Some(b'{') && read.quoted_value().is_some() && {
+            read.quoted_space();
+            read.peek() == Some(b'"')
+        };
+        let used = read.at + 1;
+        read.finish(ok).map(|tape| (tape, used))
     }
 
     /// The object.
@@ -416,60 +448,185 @@ impl Read<'_> {
         self.space();
         match self.peek()? {
             b'{' => {
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                self.at += 1;
-                let at = self.buffers.slots.len();
-                self.buffers.slots.push(Slot::Null);
-                let base = self.buffers.keys.len();
+                let (at, base) = self.open()?;
                 items(self, b'}', |read| {
                     read.string()?;
-                    if let Some(&Slot::Text(start, len)) = read.buffers.slots.last() {
-                        read.buffers.keys.push((start, len));
-                    }
+                    read.key_read();
                     read.space();
                     read.literal(":")?;
                     read.value()
                 })?;
-                self.depth_left += 1;
-                let end = u32::try_from(self.buffers.slots.len()).ok()?;
-                let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
-                self.buffers.slots[at] = Slot::Object(len, end);
-                self.unique_keys(base)?;
-                self.buffers.keys.truncate(base);
-                Some(())
+                self.close_object(at, base)
             }
             b'[' => {
-                self.depth_left = self.depth_left.checked_sub(1)?;
-                self.at += 1;
-                let at = self.buffers.slots.len();
-                self.buffers.slots.push(Slot::Null);
+                let (at, _) = self.open()?;
                 let mut len = 0_u32;
                 items(self, b']', |read| {
                     read.value()?;
                     len += 1;
                     Some(())
                 })?;
-                self.depth_left += 1;
-                let end = u32::try_from(self.buffers.slots.len()).ok()?;
-                self.buffers.slots[at] = Slot::Array(len, end);
-                Some(())
+                self.close_array(at, len)
             }
             b'"' => self.string(),
-            b'n' => self
-                .literal("null")
-                .map(|()| self.buffers.slots.push(Slot::Null)),
-            b't' => self
-                .literal("true")
-                .map(|()| self.buffers.slots.push(Slot::Bool(true))),
-            b'f' => self
-                .literal("false")
-                .map(|()| self.buffers.slots.push(Slot::Bool(false))),
-            _ => {
-                let number = self.number_value()?;
-                self.buffers.slots.push(Slot::Number(number));
-                Some(())
+            _ => self.scalar(),
+        }
+    }
+
+    fn new(text: &str, max_depth: usize) -> Option<Read<'_>> {
+        Some(Read {
+            cursor: Cursor::new(text),
+            // The strict reader's bound, with a level to spare.
+            depth_left: max_depth.checked_sub(2)?,
+            buffers: SCRATCH.with_borrow_mut(std::mem::take),
+            written: 0,
+        })
+    }
+
+    /// The tape read, when `ok`; the buffers go back to the thread.
+    fn finish(self, ok: bool) -> Option<Tape> {
+        let Read {
+            buffers, written, ..
+        } = self;
+        buffers.finish(ok, written)
+    }
+
+    /// An object or array opened (its bracket read): its slot, and where
+    /// its keys start.
+    fn open(&mut self) -> Option<(usize, usize)> {
+        self.depth_left = self.depth_left.checked_sub(1)?;
+        self.at += 1;
+        let at = self.buffers.slots.len();
+        self.buffers.slots.push(Slot::Null);
+        Some((at, self.buffers.keys.len()))
+    }
+
+    /// The string just read is an object's key.
+    fn key_read(&mut self) {
+        if let Some(&Slot::Text(start, len)) = self.buffers.slots.last() {
+            self.buffers.keys.push((start, len));
+        }
+    }
+
+    fn close_object(&mut self, at: usize, base: usize) -> Option<()> {
+        self.depth_left += 1;
+        let end = u32::try_from(self.buffers.slots.len()).ok()?;
+        let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
+        self.buffers.slots[at] = Slot::Object(len, end);
+        self.unique_keys(base)?;
+        self.buffers.keys.truncate(base);
+        Some(())
+    }
+
+    fn close_array(&mut self, at: usize, len: u32) -> Option<()> {
+        self.depth_left += 1;
+        let end = u32::try_from(self.buffers.slots.len()).ok()?;
+        self.buffers.slots[at] = Slot::Array(len, end);
+        Some(())
+    }
+
+    /// A literal or a number, written alike in a string and out of one.
+    fn scalar(&mut self) -> Option<()> {
+        let slot = match self.peek()? {
+            b'n' => self.literal("null").map(|()| Slot::Null)?,
+            b't' => self.literal("true").map(|()| Slot::Bool(true))?,
+            b'f' => self.literal("false").map(|()| Slot::Bool(false))?,
+            _ => Slot::Number(self.number_value()?),
+        };
+        self.buffers.slots.push(slot);
+        Some(())
+    }
+
+    /// Room for `len` more bytes of text.
+    fn room(&mut self, len: usize) {
+        let end = self.written + len;
+        if self.buffers.text.len() < end {
+            self.buffers
+                .text
+                .resize(end.max(2 * self.buffers.text.len()), 0);
+        }
+    }
+
+    /// The text's bytes from `start` to the cursor, copied as they are.
+    fn copy(&mut self, start: usize) {
+        let len = self.at - start;
+        self.room(len);
+        self.buffers.text[self.written..self.written + len]
+            .copy_from_slice(&self.cursor.bytes[start..self.cursor.at]);
+        self.written += len;
+    }
+
+    /// The string whose text starts at `from` in the text, ended.
+    fn text_read(&mut self, from: usize) -> Option<()> {
+        self.buffers.slots.push(Slot::Text(
+            u32::try_from(from).ok()?,
+            u32::try_from(self.written - from).ok()?,
+        ));
+        Some(())
+    }
+
+    // The text of a JSON string read from the string as written: `\"`
+    // quotes the text's strings, `\\` starts the text's own escapes.
+
+    /// White space of the text: spaces, and its line feeds, tabs and
+    /// carriage returns as the string escapes them.
+    fn quoted_space(&mut self) {
+        loop {
+            match self.peek() {
+                Some(b' ') => self.at += 1,
+                Some(b'\\') if matches!(self.bytes.get(self.at + 1), Some(b'n' | b't' | b'r')) => {
+                    self.at += 2;
+                }
+                _ => return,
             }
         }
+    }
+
+    fn quoted_value(&mut self) -> Option<()> {
+        self.quoted_space();
+        match self.peek()? {
+            b'{' => {
+                let (at, base) = self.open()?;
+                items_spaced(self, b'}', Read::quoted_space, |read| {
+                    read.quoted_string()?;
+                    read.key_read();
+                    read.quoted_space();
+                    read.literal(":")?;
+                    read.quoted_value()
+                })?;
+                self.close_object(at, base)
+            }
+            b'[' => {
+                let (at, _) = self.open()?;
+                let mut len = 0_u32;
+                items_spaced(self, b']', Read::quoted_space, |read| {
+                    read.quoted_value()?;
+                    len += 1;
+                    Some(())
+                })?;
+                self.close_array(at, len)
+            }
+            b'\\' => self.quoted_string(),
+            _ => self.scalar(),
+        }
+    }
+
+    /// A string of the text, opened by `\"`.
+    fn quoted_string(&mut self) -> Option<()> {
+        if self.bytes.get(self.at..self.at + 2)? != b"\\\"" {
+            return None;
+        }
+        let start = self.at + 2;
+        let from = self.written;
+        let (end, len) = decode_with(
+            &self.cursor.bytes[start..],
+            &mut self.buffers.text,
+            from,
+            quoted_special,
+        )?;
+        self.at = start + end + 2;
+        self.written += len;
+        self.text_read(from)
     }
 
     /// A string, unescaped as it is scanned, into the text.
@@ -481,27 +638,16 @@ impl Read<'_> {
         let body = self.bytes.get(start..)?;
         let first = special(body)?;
         let from = self.written;
-        let len = if body[first] == b'"' {
-            let end = from + first;
-            if self.buffers.text.len() < end {
-                self.buffers
-                    .text
-                    .resize(end.max(2 * self.buffers.text.len()), 0);
-            }
-            self.buffers.text[from..end].copy_from_slice(&body[..first]);
-            self.at = start + first + 1;
-            first
+        if body[first] == b'"' {
+            self.at = start + first;
+            self.copy(start);
+            self.at += 1;
         } else {
             let (end, len) = decode(body, &mut self.buffers.text, from)?;
             self.at = start + end + 1;
-            len
-        };
-        self.written += len;
-        self.buffers.slots.push(Slot::Text(
-            u32::try_from(from).ok()?,
-            u32::try_from(len).ok()?,
-        ));
-        Some(())
+            self.written += len;
+        }
+        self.text_read(from)
     }
 
     fn number_value(&mut self) -> Option<Number> {
@@ -547,16 +693,24 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
         return Some(());
     }
     let text = |(start, len): (u32, u32)| &text[start as usize..(start + len) as usize];
-    let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
-    if keys.len() <= 16 && stable {
+    // ASCII keys without NUL: a reader that ignores case reads two as
+    // one exactly when they are equal but for the case of letters.
+    if keys.len() <= 16
+        && keys
+            .iter()
+            .all(|&key| text(key).iter().all(|&b| b != 0 && b < 0x80))
+    {
         for (i, &key) in keys.iter().enumerate() {
-            let key = text(key);
-            if keys[i + 1..].iter().any(|&other| text(other) == key) {
+            let twin = keys[i + 1..]
+                .iter()
+                .any(|&other| other.1 == key.1 && text(other).eq_ignore_ascii_case(text(key)));
+            if twin {
                 return None;
             }
         }
         return Some(());
     }
+    let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
     let mut seen = std::collections::HashSet::with_capacity(keys.len());
     for &key in keys {
         let key = text(key);
@@ -570,6 +724,39 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// What a JSON string holding JSON text says where a run of the text's
+/// string stops: `\"` ends the text's string, `\\` starts the text's
+/// escape ([`text_escape`]). A quote (the holding string ends inside the
+/// text's string), a control character, a line feed or other control
+/// character the string escapes (the text's string would hold it as it
+/// is), and a `\uXXXX` of the string standing for a quote, a backslash
+/// or a control character are not taken.
+fn quoted_special(at: &[u8]) -> Option<Special> {
+    if at[0] != b'\\' {
+        return None;
+    }
+    match *at.get(1)? {
+        b'"' => Some(Special::End),
+        b'\\' => {
+            let after = at.get(2..)?;
+            if let byte @ (b'/' | b'b' | b'f' | b'n' | b'r' | b't') = *after.first()? {
+                return Some(Special::Byte(SIMPLE[usize::from(byte)], 3));
+            }
+            let (decoded, used) = text_escape(after)?;
+            Some(Special::Char(decoded, 2 + used))
+        }
+        b'/' => Some(Special::Byte(b'/', 2)),
+        b'u' => {
+            let (decoded, used) = escape(&at[1..])?;
+            if matches!(decoded, '"' | '\\') || decoded < ' ' {
+                return None;
+            }
+            Some(Special::Char(decoded, 1 + used))
+        }
+        _ => None,
+    }
 }
 
 /// The slot past the value at `at` of `slots`.

@@ -306,8 +306,9 @@ impl<T> Keyed<T> {
 pub struct NameSet {
     names: Vec<String>,
     index: ToolIndex,
-    /// `fold` of each name, in the order of `names`, for suggestions.
-    folds: Vec<String>,
+    /// `fold` of each name and its length in characters, in the order of
+    /// `names`, for suggestions.
+    folds: Vec<(String, usize)>,
 }
 
 impl NameSet {
@@ -325,7 +326,9 @@ impl NameSet {
         }
         self.index.insert(name);
         self.names.push(name.to_owned());
-        self.folds.push(fold(name));
+        let folded = fold(name);
+        let chars = folded.chars().count();
+        self.folds.push((folded, chars));
     }
 
     #[must_use]
@@ -366,12 +369,21 @@ impl NameSet {
             return Some(found);
         }
         let folded: String = fold(name).chars().take(64).collect();
-        self.folds
-            .iter()
-            .zip(&self.names)
-            .map(|(candidate, name)| (strsim::osa_distance(&folded, candidate), name))
-            .min_by_key(|(distance, _)| *distance)
-            .map(|(_, name)| name.as_str())
+        let chars = folded.chars().count();
+        // The first name at the smallest distance. A name whose length
+        // alone puts it as far as the best so far is not measured: the
+        // distance is at least the difference in length.
+        let mut best: Option<(usize, &str)> = None;
+        for ((candidate, length), name) in self.folds.iter().zip(&self.names) {
+            if best.is_some_and(|(distance, _)| chars.abs_diff(*length) >= distance) {
+                continue;
+            }
+            let distance = strsim::osa_distance(&folded, candidate);
+            if best.is_none_or(|(shortest, _)| distance < shortest) {
+                best = Some((distance, name));
+            }
+        }
+        best.map(|(_, name)| name)
     }
 }
 
@@ -520,5 +532,27 @@ mod tests {
         assert_eq!(set.matching("Search"), Some("search"));
         assert_eq!(set.closest("get_wether"), Some("get_weather"));
         assert_eq!(NameSet::default().closest("x"), None);
+    }
+
+    proptest::proptest! {
+        /// The suggestion is the first name at the smallest distance, as
+        /// measuring every name finds it.
+        #[test]
+        fn suggestions_are_the_first_nearest(
+            names in proptest::collection::vec("[a-d_]{1,9}", 1..12),
+            name in "[a-dA-D_]{0,12}",
+        ) {
+            let set = NameSet::new(names.iter().map(String::as_str));
+            let folded: String = fold(&name).chars().take(64).collect();
+            let expected = set.matching(&name).or_else(|| {
+                set.folds
+                    .iter()
+                    .zip(&set.names)
+                    .map(|((candidate, _), listed)| (strsim::osa_distance(&folded, candidate), listed))
+                    .min_by_key(|(distance, _)| *distance)
+                    .map(|(_, listed)| listed.as_str())
+            });
+            proptest::prop_assert_eq!(set.closest(&name), expected);
+        }
     }
 }
