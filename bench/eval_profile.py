@@ -3,7 +3,7 @@
 sample given to the first part, in this order, that one of its frames
 names:
 
-  check: detect   toolgate::detect::detect_with (bytes to calls)
+  check: detect   toolgate::detect::detect_to_judge (bytes to calls)
   check: judge    Policy::judge_expecting (calls to a verdict)
   verdict drop    Tally::verdict: counting the verdict and freeing it
   + tally
@@ -23,7 +23,7 @@ import collections
 import sys
 
 PARTS = [
-    ("check: detect", ("toolgate::detect::detect_with",)),
+    ("check: detect", ("toolgate::detect::detect_to_judge", "toolgate::detect::detect_with")),
     ("check: judge", ("judge_expecting",)),
     ("verdict drop + tally", ("Tally::verdict",)),
     ("row search", ("Evaluator::line",)),

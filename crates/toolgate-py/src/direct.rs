@@ -9,11 +9,15 @@
 //! calls, arguments, formats and counts, with the bounds the argument
 //! reader applies (depth, size, keys a case-folding reader would merge)
 //! and the values it refuses (NaN, infinity, integers past 64 bits, keys
-//! that are not strings). It declines (`None`) whatever it does not take
-//! on exactly (another key, a value of another type, a bound it comes near,
-//! a key a case-folding reader would merge): the caller then checks the
-//! calls' JSON text, which says exactly what is wrong. What it builds is
-//! compared with the JSON reading by `Policy._direct_agrees` in the tests.
+//! that are not strings). Each call's arguments are written straight onto
+//! the tape the engine reads arguments text into
+//! ([`TapeWriter`](toolgate::detect::tape::TapeWriter)): no `serde_json`
+//! object is built unless someone reads it. It declines (`None`) whatever
+//! it does not take on exactly (another key, a value of another type, a
+//! bound it comes near, a key a case-folding reader would merge, a float
+//! the engine reads with an exponent): the caller then checks the calls'
+//! JSON text, which says exactly what is wrong. What it builds is compared
+//! with the JSON reading by `Policy._direct_agrees` in the tests.
 //!
 //! The one difference: each call's `raw_arguments` is left empty (the
 //! checks never read it) unless `with_raw` asks for it, as the tests do.
@@ -21,12 +25,13 @@
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
-use serde_json::{Map, Number, Value};
-use toolgate::detect::args::case_twin;
+use serde_json::{Map, Value};
 use toolgate::detect::limits::HARD_MAX_DEPTH;
+use toolgate::detect::tape::{Leaf, TapeWriter};
+use toolgate::policy::Normalize;
 use toolgate::{
     ArgumentError, ArgumentErrorReason, Arguments, CallKind, Detection, Format, Framing, Limits,
-    ToolCall, ToolDeclarations, ViolationCode,
+    ObjectArguments, ToolCall, ToolDeclarations, ViolationCode,
 };
 
 /// Levels the calls' JSON text adds above a call's arguments (the object,
@@ -42,7 +47,8 @@ const ENVELOPE_BYTES: usize = 96;
 pub(crate) struct Direct {
     pub(crate) detection: Detection,
     /// Values in each `tool_calls` entry's arguments, containers included
-    /// (see [`nodes`]).
+    /// (`normalize` only drops values: fewer in the cleaned arguments
+    /// means it cleaned them).
     pub(crate) nodes: Vec<usize>,
     /// The length of the calls' JSON text, at most.
     pub(crate) bytes: usize,
@@ -66,6 +72,8 @@ pub(crate) fn read_calls(
         .max_depth
         .min(HARD_MAX_DEPTH)
         .checked_sub(ENVELOPE_LEVELS)?;
+    // The bound the engine reads arguments text with.
+    let tape_depth = limits.max_depth.min(HARD_MAX_DEPTH);
     let mut reader = Reader {
         max_depth,
         bytes: 0,
@@ -79,17 +87,20 @@ pub(crate) fn read_calls(
         let args = args.cast::<PyDict>().ok()?;
         let before = reader.bytes;
         reader.nodes = 0;
-        let map = reader.object(args, 1)?;
+        let mut tape = TapeWriter::new(tape_depth);
+        reader.object(args, 1, &mut tape)?;
         if reader.bytes - before > limits.max_argument_bytes {
             return None;
         }
+        let tape = tape.finish()?;
         nodes.push(reader.nodes);
         let raw = if with_raw {
-            serde_json::to_string(&map).ok()?
+            serde_json::to_string(&tape).ok()?
         } else {
             String::new()
         };
-        calls.push(fields.call(calls.len(), Arguments::Object(map.into()), raw));
+        let arguments = Arguments::Object(ObjectArguments::from_tape(tape));
+        calls.push(fields.call(calls.len(), arguments, raw));
     }
     if let Some(invalid) = invalid_tool_calls {
         for call in invalid.iter() {
@@ -149,27 +160,11 @@ impl<'py> Fields<'py> {
     /// A call's dict of `name`, `args`, `id` and `type` (`tag`, when
     /// present), and `error` for an invalid call; no other key.
     fn read(call: &Bound<'py, PyAny>, tag: &str, invalid: bool) -> Option<Fields<'py>> {
-        let py = call.py();
         let dict = call.cast::<PyDict>().ok()?;
-        // Looked up by interned keys, whose hashes are kept: cheaper than
-        // reading every key's text.
-        let get = |key: &Bound<'py, PyString>| dict.get_item(key).ok();
-        let name = get(intern!(py, "name"))?;
-        let args = get(intern!(py, "args"))?;
-        let id = get(intern!(py, "id"))?;
-        let kind = get(intern!(py, "type"))?;
-        let error = if invalid {
-            get(intern!(py, "error"))?
-        } else {
-            None
+        let [name, args, id, kind, error] = match Self::scan(dict, invalid) {
+            Some(values) => values,
+            None => Self::look_up(dict, invalid)?,
         };
-        let found = [&name, &args, &id, &kind, &error]
-            .iter()
-            .filter(|v| v.is_some())
-            .count();
-        if found != dict.len() {
-            return None;
-        }
         if let Some(kind) = &kind {
             if text(kind)? != tag {
                 return None;
@@ -195,6 +190,52 @@ impl<'py> Fields<'py> {
         })
     }
 
+    /// `name`, `args`, `id`, `type` and `error` (for an invalid call) of
+    /// `dict`, in one pass over its keys when each is one of those very
+    /// strings as Python interns them (LangChain writes them as literals);
+    /// `None` at any other key, for [`look_up`](Self::look_up) to say.
+    fn scan(dict: &Bound<'py, PyDict>, invalid: bool) -> Option<[Option<Bound<'py, PyAny>>; 5]> {
+        let py = dict.py();
+        let keys = [
+            intern!(py, "name"),
+            intern!(py, "args"),
+            intern!(py, "id"),
+            intern!(py, "type"),
+            intern!(py, "error"),
+        ];
+        let known = if invalid { 5 } else { 4 };
+        if dict.len() > known {
+            return None;
+        }
+        let mut values: [Option<Bound<'py, PyAny>>; 5] = Default::default();
+        for (key, value) in dict.iter() {
+            let at = keys[..known].iter().position(|k| k.is(&key))?;
+            values[at] = Some(value);
+        }
+        Some(values)
+    }
+
+    /// The same as [`scan`](Self::scan), each key looked up; `None` when
+    /// the dict holds another key.
+    fn look_up(dict: &Bound<'py, PyDict>, invalid: bool) -> Option<[Option<Bound<'py, PyAny>>; 5]> {
+        let py = dict.py();
+        // Looked up by interned keys, whose hashes are kept: cheaper than
+        // reading every key's text.
+        let get = |key: &Bound<'py, PyString>| dict.get_item(key).ok();
+        let name = get(intern!(py, "name"))?;
+        let args = get(intern!(py, "args"))?;
+        let id = get(intern!(py, "id"))?;
+        let kind = get(intern!(py, "type"))?;
+        let error = if invalid {
+            get(intern!(py, "error"))?
+        } else {
+            None
+        };
+        let values = [name, args, id, kind, error];
+        let found = values.iter().filter(|v| v.is_some()).count();
+        (found == dict.len()).then_some(values)
+    }
+
     fn call(self, index: usize, arguments: Arguments, raw_arguments: String) -> ToolCall {
         ToolCall {
             index,
@@ -214,7 +255,7 @@ fn text<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
     value.cast::<PyString>().ok()?.to_str().ok()
 }
 
-/// Arguments as JSON values, with a bound on the JSON text they make.
+/// Arguments written onto a tape, with a bound on the JSON text they make.
 struct Reader {
     /// The deepest level an argument may sit at (the arguments object is
     /// level 1).
@@ -226,69 +267,77 @@ struct Reader {
 }
 
 impl Reader {
-    fn object(&mut self, dict: &Bound<'_, PyDict>, depth: usize) -> Option<Map<String, Value>> {
+    fn object(
+        &mut self,
+        dict: &Bound<'_, PyDict>,
+        depth: usize,
+        tape: &mut TapeWriter,
+    ) -> Option<()> {
         if depth > self.max_depth {
             return None;
         }
         self.bytes += 2;
-        let mut map = Map::with_capacity(dict.len());
+        let open = tape.begin_object()?;
         for (key, item) in dict.iter() {
             let key = text(&key)?;
             // Quotes, escapes, the colon and the comma.
             self.bytes += 6 * key.len() + 4;
-            let value = self.value(&item, depth)?;
-            map.insert(key.to_owned(), value);
+            tape.key(key)?;
+            self.value(&item, depth, tape)?;
         }
-        if case_twin(&map).is_some() {
-            return None;
-        }
-        Some(map)
+        // Declines a key twice, or twice to a reader that ignores case.
+        tape.end_object(open)
     }
 
     /// One value at `depth` (its container's level).
-    fn value(&mut self, value: &Bound<'_, PyAny>, depth: usize) -> Option<Value> {
+    fn value(
+        &mut self,
+        value: &Bound<'_, PyAny>,
+        depth: usize,
+        tape: &mut TapeWriter,
+    ) -> Option<()> {
         self.nodes += 1;
         match Kind::of(value)? {
             Kind::Str => {
                 let text = value.cast::<PyString>().ok()?.to_str().ok()?;
                 self.bytes += 6 * text.len() + 2;
-                Some(Value::String(text.to_owned()))
+                tape.string(text)
             }
-            Kind::Dict => self
-                .object(value.cast::<PyDict>().ok()?, depth + 1)
-                .map(Value::Object),
+            Kind::Dict => self.object(value.cast::<PyDict>().ok()?, depth + 1, tape),
             Kind::List => {
                 let list = value.cast::<PyList>().ok()?;
                 if depth + 1 > self.max_depth {
                     return None;
                 }
                 self.bytes += 2;
-                let mut items = Vec::with_capacity(list.len());
+                let open = tape.begin_array()?;
                 for item in list.iter() {
                     self.bytes += 1;
-                    items.push(self.value(&item, depth + 1)?);
+                    self.value(&item, depth + 1, tape)?;
                 }
-                Some(Value::Array(items))
+                tape.end_array(open)
             }
             Kind::None => {
                 self.bytes += 4;
-                Some(Value::Null)
+                tape.null()
             }
             Kind::Bool => {
                 self.bytes += 5;
-                Some(Value::Bool(value.cast::<PyBool>().ok()?.is_true()))
+                tape.bool(value.cast::<PyBool>().ok()?.is_true())
             }
             Kind::Int => {
                 self.bytes += 20;
                 if let Ok(n) = value.extract::<i64>() {
-                    Some(Value::from(n))
+                    tape.i64(n)
                 } else {
-                    value.extract::<u64>().ok().map(Value::from)
+                    tape.u64(value.extract::<u64>().ok()?)
                 }
             }
             Kind::Float => {
                 self.bytes += 24;
-                float_as_read(value.cast::<PyFloat>().ok()?.value()).map(Value::Number)
+                // NaN, infinity and what the engine reads with an exponent
+                // are declined.
+                tape.f64(value.cast::<PyFloat>().ok()?.value())
             }
         }
     }
@@ -342,27 +391,102 @@ impl Kind {
     }
 }
 
-/// A float as the argument reader reads the JSON text `write_json` makes
-/// of it: the shortest text that reads back as it, read back by
-/// `serde_json`. `None` for NaN and infinity.
-fn float_as_read(value: f64) -> Option<Number> {
-    let written = Number::from_f64(value)?;
-    let text = written.to_string();
-    let read: f64 = serde_json::from_str(&text).ok()?;
-    Number::from_f64(read)
+/// `sent` (an arguments dict) cleaned as `rules` clean its tape, with how
+/// many values the cleaned dict holds (containers included); `None` when
+/// nothing is dropped, or when `sent` holds what [`read_calls`] does not
+/// take (a key that is not a string, a value of another type). The dicts
+/// and lists along the way to a dropped value are new; everything else is
+/// `sent`'s own.
+pub(crate) fn cleaned_args<'py>(
+    sent: &Bound<'py, PyDict>,
+    rules: &Normalize,
+) -> PyResult<Option<(Bound<'py, PyDict>, usize)>> {
+    let mut cleaner = Cleaner {
+        rules,
+        values: 0,
+        foreign: false,
+    };
+    let dict = cleaner.dict(sent)?;
+    Ok(dict
+        .filter(|_| !cleaner.foreign)
+        .map(|dict| (dict, cleaner.values)))
 }
 
-/// Values in a cleaned arguments object, containers included: `normalize`
-/// only drops values, so fewer than were sent means it cleaned them.
-pub(crate) fn nodes(map: &Map<String, Value>) -> usize {
-    map.values().map(|v| 1 + value_nodes(v)).sum()
+/// A walk that cleans a dict, counting the values it keeps.
+struct Cleaner<'r> {
+    rules: &'r Normalize,
+    values: usize,
+    /// Whether it met a key or value `read_calls` does not take.
+    foreign: bool,
 }
 
-fn value_nodes(value: &Value) -> usize {
-    match value {
-        Value::Object(map) => nodes(map),
-        Value::Array(items) => items.iter().map(|v| 1 + value_nodes(v)).sum(),
-        _ => 0,
+impl Cleaner<'_> {
+    /// Whether `value`, as written, is dropped.
+    fn drops(&mut self, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let leaf = match Kind::of(value) {
+            Some(Kind::None) => Leaf::Null,
+            Some(Kind::Dict) if value.cast::<PyDict>()?.is_empty() => Leaf::Empty,
+            Some(Kind::List) if value.cast::<PyList>()?.is_empty() => Leaf::Empty,
+            Some(Kind::Str) => Leaf::Text(value.cast::<PyString>()?.to_str()?),
+            Some(Kind::Dict | Kind::List | Kind::Bool | Kind::Int | Kind::Float) => Leaf::Other,
+            None => {
+                self.foreign = true;
+                Leaf::Other
+            }
+        };
+        Ok(self.rules.drops(&leaf))
+    }
+
+    /// The value cleaned, when something in it is dropped.
+    fn value<'py>(&mut self, value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.values += 1;
+        Ok(match Kind::of(value) {
+            Some(Kind::Dict) => self.dict(value.cast::<PyDict>()?)?.map(Bound::into_any),
+            Some(Kind::List) => self.list(value.cast::<PyList>()?)?.map(Bound::into_any),
+            _ => None,
+        })
+    }
+
+    fn dict<'py>(&mut self, sent: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let mut out: Option<Bound<'py, PyDict>> = None;
+        for (index, (key, value)) in sent.iter().enumerate() {
+            self.foreign |= !key.is_instance_of::<PyString>();
+            let kept = if self.drops(&value)? {
+                None
+            } else {
+                Some(self.value(&value)?)
+            };
+            if out.is_none() && !matches!(kept, Some(None)) {
+                // The first change: the members before it, as they are.
+                let dict = PyDict::new(sent.py());
+                for (key, value) in sent.iter().take(index) {
+                    dict.set_item(key, value)?;
+                }
+                out = Some(dict);
+            }
+            if let (Some(dict), Some(kept)) = (&out, kept) {
+                dict.set_item(key, kept.unwrap_or(value))?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn list<'py>(&mut self, sent: &Bound<'py, PyList>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let mut out: Option<Bound<'py, PyList>> = None;
+        for (index, value) in sent.iter().enumerate() {
+            let kept = if self.drops(&value)? {
+                None
+            } else {
+                Some(self.value(&value)?)
+            };
+            if out.is_none() && !matches!(kept, Some(None)) {
+                out = Some(PyList::new(sent.py(), sent.iter().take(index))?);
+            }
+            if let (Some(list), Some(kept)) = (&out, kept) {
+                list.append(kept.unwrap_or(value))?;
+            }
+        }
+        Ok(out)
     }
 }
 

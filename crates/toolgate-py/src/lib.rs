@@ -23,6 +23,7 @@ fn _toolgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<verdict::Violation>()?;
     m.add("PolicyError", m.py().get_type::<policy::PolicyError>())?;
     m.add_function(wrap_pyfunction!(policy::_restore_policy, m)?)?;
+    m.add_function(wrap_pyfunction!(policy::_same_items, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

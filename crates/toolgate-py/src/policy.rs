@@ -175,7 +175,7 @@ impl Options {
             if cleaning {
                 for (checked, &sent) in inner.calls.iter().zip(&read.nodes) {
                     if let toolgate::Arguments::Object(clean) = &checked.arguments {
-                        if direct::nodes(clean) != sent {
+                        if clean.values() != sent {
                             cleaned.push(checked.index);
                         }
                     }
@@ -520,6 +520,28 @@ impl Policy {
     }
 }
 
+/// Whether `items` (a list or a tuple) holds the very objects of `last`,
+/// in order: compared by identity, never by `==`. For the LangChain
+/// middleware, which keeps the gate of the last tool list it saw.
+#[pyfunction]
+#[pyo3(signature = (items, last, /))]
+pub(crate) fn _same_items(items: &Bound<'_, PyAny>, last: &Bound<'_, PyList>) -> bool {
+    fn same<'py>(
+        len: usize,
+        items: impl Iterator<Item = Bound<'py, PyAny>>,
+        last: &Bound<'py, PyList>,
+    ) -> bool {
+        len == last.len() && items.zip(last.iter()).all(|(a, b)| a.is(&b))
+    }
+    if let Ok(items) = items.cast::<PyList>() {
+        same(items.len(), items.iter(), last)
+    } else if let Ok(items) = items.cast::<PyTuple>() {
+        same(items.len(), items.iter(), last)
+    } else {
+        false
+    }
+}
+
 /// Unpickle a policy: compile it again from its source.
 #[pyfunction]
 #[pyo3(signature = (text, base_dir))]
@@ -590,8 +612,15 @@ impl Gate {
             {
                 let call = tool_calls.get_item(index)?;
                 let args = intern!(py, "args");
-                let cleaned = match call.get_item(args)?.cast::<PyDict>() {
-                    Ok(sent) => direct::cleaned_dict(sent, clean)?,
+                let sent = call.get_item(args)?;
+                let cleaned = match sent.cast::<PyDict>() {
+                    // Cleaned in Python by the engine's rule, when it kept
+                    // as many values as the engine did (it read `sent`
+                    // itself): the engine's object is never built.
+                    Ok(sent) => match direct::cleaned_args(sent, self.policy.normalize())? {
+                        Some((dict, kept)) if kept == clean.values() => dict,
+                        _ => direct::cleaned_dict(sent, clean)?,
+                    },
                     Err(_) => convert::object_to_python(py, clean)?,
                 };
                 call.set_item(args, cleaned)?;

@@ -346,3 +346,32 @@ def test_the_gate_gives_no_verdict_when_every_call_passes() -> None:
     assert verdict is not None and not verdict.passed
     assert bad[0]["args"] == {}
     assert [v.code for v in verdict.violations] == ["schema_violation"]
+
+
+def test_cleaned_arguments_written_back_are_the_engines() -> None:
+    """What the gate writes back is what the engine cleaned, at any depth,
+    with `sent`'s own objects wherever nothing was dropped; a value the
+    direct reading does not take (a tuple: the JSON text's array) leaves it
+    to the engine's object."""
+    p = policy("normalize")
+    gate = p._gate(tools=p.declare(TOOLS))
+    kept = {"deep": ["x", {"y": 1}]}
+    args: dict[str, Any] = {
+        "q": "x",
+        "meta": {"a": None, "b": [None, {}, "None", [], 2.5], "kept": kept},
+        "kept": kept,
+        "none": "undefined",
+    }
+    calls = [{"name": "anything", "args": args, "id": "c1", "type": "tool_call"}]
+    verdict = gate.check(calls, None, True)
+    assert verdict is not None
+    assert verdict._cleaned_arguments() == [(0, calls[0]["args"])]
+    assert calls[0]["args"] == {"q": "x", "meta": {"b": [2.5], "kept": kept}, "kept": kept}
+    assert calls[0]["args"]["kept"] is kept and calls[0]["args"]["meta"]["kept"] is kept
+    # A tuple holding a null: the engine reads an array and drops the null.
+    calls = [{"name": "anything", "args": {"q": "x", "t": (None, "a"), "n": None}, "id": "c1", "type": "tool_call"}]
+    assert p._direct_agrees(calls) is None
+    verdict = gate.check(calls, None, True)
+    assert verdict is not None
+    assert calls[0]["args"] == {"q": "x", "t": ["a"]}
+    assert_same(p, [{"name": "anything", "args": args, "id": "c1", "type": "tool_call"}])

@@ -296,6 +296,52 @@ def test_explicit_tools_replace_the_agents() -> None:
     assert "Blocked" in state["messages"][-1].content
 
 
+def test_a_tool_list_changed_in_place_is_compiled_again() -> None:
+    """The gate of the last tool list is kept while the list holds the
+    very same tools: replaced in place, or by a tool equal to the old one
+    but not it, the list is compiled again."""
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+
+    class Loose(BaseModel):
+        city: str
+
+    class Strict(BaseModel):
+        city: str = Field(pattern="^[A-Z]")
+
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return city
+
+    loose = StructuredTool.from_function(weather, name="weather", args_schema=Loose)
+    strict = StructuredTool.from_function(weather, name="weather", args_schema=Strict)
+    tools: list[Any] = [loose]
+    middleware = ToolgateMiddleware(max_retries=0, on_failure="raise")
+    request = ModelRequest(model=ScriptedModel(script=[]), messages=[], tools=tools)
+
+    def check() -> bool:
+        response = ModelResponse(result=[answer(call("weather", {"city": "paris"}, "c1"))])
+        try:
+            middleware.wrap_model_call(request, lambda _r: response)
+        except toolgate.ToolCallBlocked:
+            return False
+        return True
+
+    assert check() and check()
+    tools[0] = strict
+    assert not check()
+    # Equal (a model's `==`) but not the same tool: compiled again too.
+    twin = strict.model_copy()
+    assert twin == strict
+    tools[0] = twin
+    assert not check()
+    tools[0] = loose
+    assert check()
+    assert toolgate._toolgate._same_items((loose,), [loose])
+    assert not toolgate._toolgate._same_items((loose,), [twin])
+    assert not toolgate._toolgate._same_items([loose], [loose, loose])
+    assert not toolgate._toolgate._same_items(iter([loose]), [loose])
+
+
 def test_bad_options_are_refused() -> None:
     with pytest.raises(ValueError):
         ToolgateMiddleware(on_failure="ignore")  # type: ignore[arg-type]

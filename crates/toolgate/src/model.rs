@@ -144,7 +144,11 @@ pub struct ObjectArguments {
 }
 
 impl ObjectArguments {
-    pub(crate) fn from_tape(tape: Tape) -> ObjectArguments {
+    /// Arguments on a tape (one read from JSON text, or written by
+    /// [`TapeWriter`](crate::detect::tape::TapeWriter)).
+    #[doc(hidden)]
+    #[must_use]
+    pub fn from_tape(tape: Tape) -> ObjectArguments {
         ObjectArguments {
             tape: Some(tape),
             ..ObjectArguments::default()
@@ -155,6 +159,28 @@ impl ObjectArguments {
     /// changed.
     pub(crate) fn tape(&self) -> Option<&Tape> {
         self.tape.as_ref()
+    }
+
+    /// Values in the object, containers included, keys not; counted on
+    /// the tape while the object was never built.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn values(&self) -> usize {
+        fn values(map: &Map<String, Value>) -> usize {
+            map.values().map(value).sum()
+        }
+        fn value(v: &Value) -> usize {
+            1 + match v {
+                Value::Object(map) => values(map),
+                Value::Array(items) => items.iter().map(value).sum(),
+                _ => 0,
+            }
+        }
+        match (&self.owned, self.built.get(), &self.tape) {
+            (Some(map), _, _) | (None, Some(map), _) => values(map),
+            (None, None, Some(tape)) => tape.values(),
+            (None, None, None) => 0,
+        }
     }
 
     fn from_tape_or_empty(tape: Option<&Tape>) -> Map<String, Value> {

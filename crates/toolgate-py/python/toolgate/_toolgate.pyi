@@ -2,7 +2,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, TypedDict, final
 
-__all__ = ["Policy", "DeclaredTools", "_Gate", "Verdict", "Call", "Violation", "PolicyError", "_restore_policy", "__version__"]
+__all__ = ["Policy", "DeclaredTools", "_Gate", "Verdict", "Call", "Violation", "PolicyError", "_restore_policy", "_same_items", "__version__"]
 __version__: str
 
 _Payload = bytes | str | Mapping[str, Any] | Sequence[Any]
@@ -82,6 +82,8 @@ class DeclaredTools:
     def problems(self) -> list[str]: ...
 
 _Tools = DeclaredTools | Sequence[Mapping[str, Any]] | None
+
+def _same_items(items: Sequence[Any], last: list[Any], /) -> bool: ...
 
 @final
 class _Gate:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-from operator import is_
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -38,7 +37,7 @@ from langchain.agents.structured_output import AutoStrategy, ProviderStrategy, T
 from langchain_core.messages import AIMessage, ToolMessage
 
 from . import Policy, ToolCallBlocked, Verdict
-from ._toolgate import _Gate
+from ._toolgate import _Gate, _same_items
 
 __all__ = [
     "DEFAULT_PLACEHOLDER_STRINGS",
@@ -311,8 +310,9 @@ class ToolgateMiddleware(AgentMiddleware):
         response_format = getattr(request, "response_format", None)
         last = self._last
         # The same list holding the same tools (compared by identity: a
-        # list's `==` takes an element identical to itself as equal first).
-        if last[0] is tools and last[2] is response_format and all(map(is_, tools, last[1])) and len(tools) == len(last[1]):
+        # list's `==` would ask a tool that is not identical whether it is
+        # equal).
+        if last[0] is tools and last[2] is response_format and _same_items(tools, last[1]):
             return last[3]
         if not tools and response_format is None:
             return self._bare

@@ -14,7 +14,7 @@ use smallvec::SmallVec;
 
 use crate::check::normalize;
 use crate::detect::tape::Tape;
-use crate::model::Arguments;
+use crate::model::{Arguments, ObjectArguments};
 use crate::policy::schema::ArgumentSchema;
 use crate::policy::{Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
@@ -66,16 +66,28 @@ pub(crate) fn check(
         }
         Arguments::Object(object) => {
             let clean = normalize && policy.normalize.is_active();
-            if !clean && object.tape().is_some_and(|tape| checks.pass_tape(tape)) {
-                // Nothing to say, and nothing to change: the object is
-                // built only if someone reads it.
+            if let Some(tape) = object.tape() {
+                // Cleaned on the tape: a new one only when something is
+                // dropped.
+                if let Some(cleaned) = clean
+                    .then(|| normalize::clean_tape(tape, &policy.normalize))
+                    .flatten()
+                {
+                    *object = ObjectArguments::from_tape(cleaned);
+                }
+                let Some(passed) = object.tape().and_then(|tape| checks.judge_tape(tape)) else {
+                    // Nothing to say: the object is built only if someone
+                    // reads it.
+                    return;
+                };
+                checks.check_object(call, name, object, Some(&passed), out);
                 return;
             }
             let map = &mut **object;
             if clean {
                 normalize::clean(map, &policy.normalize);
             }
-            checks.check_object(call, name, map, out);
+            checks.check_object(call, name, map, None, out);
         }
     }
 }
@@ -147,19 +159,32 @@ impl<'a> Checks<'a> {
             .any(|spec| spec.is_function() && spec.takes_no_arguments)
     }
 
-    /// Whether arguments on a tape pass every check, with nothing to say:
-    /// when not, [`check_object`](Self::check_object) says what fails.
-    fn pass_tape(&self, tape: &Tape) -> bool {
-        (!self.takes_no_arguments() || tape.len() == 0)
-            && self.required.iter().all(|param| tape.contains_key(param))
-            && self.all_schemas().all(|schema| schema.passes_tape(tape))
+    /// `None` when arguments on a tape pass every check, with nothing to
+    /// say; else which of [`all_schemas`](Self::all_schemas) they pass, so
+    /// that [`check_object`](Self::check_object), which says what fails,
+    /// validates the others only (a tape passes a schema exactly when its
+    /// object does).
+    fn judge_tape(&self, tape: &Tape) -> Option<SmallVec<[bool; 4]>> {
+        let others = (!self.takes_no_arguments() || tape.len() == 0)
+            && self.required.iter().all(|param| tape.contains_key(param));
+        // Every schema is judged, past a failure too: each verdict spares
+        // the detailed path a validation.
+        let passed: SmallVec<[bool; 4]> = self
+            .all_schemas()
+            .map(|schema| schema.passes_tape(tape))
+            .collect();
+        let all = passed.iter().all(|&pass| pass);
+        (!(others && all)).then_some(passed)
     }
 
+    /// What fails; `passed` says which schemas the arguments already
+    /// passed (on their tape) and which failed, when known.
     fn check_object(
         &self,
         call: usize,
         name: &str,
         map: &mut Map<String, Value>,
+        passed: Option<&[bool]>,
         out: &mut Vec<Violation>,
     ) {
         if self.takes_no_arguments() && !map.is_empty() {
@@ -194,8 +219,13 @@ impl<'a> Checks<'a> {
                 missing.push(path);
             }
         }
-        for schema in self.all_schemas() {
-            for failure in schema.check_object(map) {
+        for (index, schema) in self.all_schemas().enumerate() {
+            let failures = match passed.and_then(|passed| passed.get(index)) {
+                Some(true) => continue,
+                Some(false) => schema.failures_of_object(map),
+                None => schema.check_object(map),
+            };
+            for failure in failures {
                 // `required_params` already reported this one.
                 if missing.contains(&failure.path)
                     && failure.message.ends_with("is a required property")

@@ -10,7 +10,7 @@ mod arguments;
 mod declared;
 mod expectations;
 mod name;
-mod normalize;
+pub(crate) mod normalize;
 mod results;
 mod score;
 

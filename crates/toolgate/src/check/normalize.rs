@@ -13,6 +13,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::detect::tape::{Leaf, Tape};
 use crate::policy::Normalize;
 
 /// Clean an arguments object in place.
@@ -47,21 +48,30 @@ fn clean_value(value: &mut Value, rules: &Normalize) {
     }
 }
 
-/// Whether a value, as written, is dropped.
-fn drops(value: &Value, rules: &Normalize) -> bool {
-    match value {
-        Value::Null => rules.strip_empty_values,
-        Value::Object(map) => rules.strip_empty_values && map.is_empty(),
-        Value::Array(items) => rules.strip_empty_values && items.is_empty(),
-        Value::String(text) => {
-            rules.strip_placeholder_strings && is_placeholder(text, &rules.placeholder_strings)
-        }
-        Value::Bool(_) | Value::Number(_) => false,
+/// Arguments on a tape, cleaned: `None` when there is nothing to drop.
+/// The cleaned tape holds the object [`clean`] makes of the tape's.
+pub(crate) fn clean_tape(tape: &Tape, rules: &Normalize) -> Option<Tape> {
+    if rules.is_active() {
+        tape.without(&|leaf| rules.drops(&leaf))
+    } else {
+        None
     }
 }
 
+/// Whether a value, as written, is dropped.
+fn drops(value: &Value, rules: &Normalize) -> bool {
+    let leaf = match value {
+        Value::Null => Leaf::Null,
+        Value::Object(map) if map.is_empty() => Leaf::Empty,
+        Value::Array(items) if items.is_empty() => Leaf::Empty,
+        Value::String(text) => Leaf::Text(text),
+        Value::Bool(_) | Value::Number(_) | Value::Object(_) | Value::Array(_) => Leaf::Other,
+    };
+    rules.drops(&leaf)
+}
+
 /// Matched trimmed, in any case.
-fn is_placeholder(text: &str, placeholders: &[String]) -> bool {
+pub(crate) fn is_placeholder(text: &str, placeholders: &[String]) -> bool {
     let text = text.trim();
     placeholders.iter().any(|p| {
         p.trim()
@@ -144,6 +154,62 @@ mod tests {
             ),
             json!({"count": 0, "flag": false, "name": ""})
         );
+    }
+
+    fn tape_strategy() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            prop_oneof![
+                Just("a"),
+                Just(" None "),
+                Just("null"),
+                Just("''"),
+                Just("x y")
+            ]
+            .prop_map(|s| Value::String(s.to_owned())),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-e]", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Arguments cleaned on their tape are the object cleaned, and a
+        /// tape is left as it is exactly when cleaning drops nothing.
+        #[test]
+        fn a_tape_is_cleaned_as_its_object_is(
+            members in proptest::collection::vec(("[a-e]", tape_strategy()), 0..5),
+            rules in proptest::prelude::prop_oneof![
+                proptest::prelude::Just(both()),
+                proptest::prelude::Just(empty_only()),
+                proptest::prelude::Just(Normalize { strip_placeholder_strings: true, ..Normalize::default() }),
+                proptest::prelude::Just(Normalize::default()),
+            ],
+        ) {
+            let map: Map<String, Value> = members.into_iter().collect();
+            let tape = Tape::read(&Value::Object(map.clone()).to_string(), 64).unwrap();
+            let mut cleaned = map.clone();
+            clean(&mut cleaned, &rules);
+            if let Some(on_tape) = clean_tape(&tape, &rules) {
+                proptest::prop_assert_ne!(&cleaned, &map);
+                proptest::prop_assert_eq!(on_tape.to_map(), cleaned);
+                proptest::prop_assert_eq!(on_tape.values(), nodes(&on_tape.to_map()));
+            } else {
+                proptest::prop_assert_eq!(cleaned, map);
+            }
+            proptest::prop_assert_eq!(tape.values(), nodes(&tape.to_map()));
+        }
+    }
+
+    fn nodes(map: &Map<String, Value>) -> usize {
+        crate::model::ObjectArguments::from(map.clone()).values()
     }
 
     #[test]

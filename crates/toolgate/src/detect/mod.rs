@@ -19,7 +19,9 @@ mod node;
 mod positions;
 pub mod sse;
 pub mod stream;
-pub(crate) mod tape;
+// Arguments' compact form, and how the Python bindings write it.
+#[doc(hidden)]
+pub mod tape;
 
 use serde::Serialize;
 

@@ -22,12 +22,28 @@ use crate::detect::cursor::{items, items_spaced, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
 use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
+mod writer;
+
+pub use self::writer::{Open, TapeWriter};
+
 /// Arguments read: slot 0 is the object.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Tape {
+pub struct Tape {
     slots: Vec<Slot>,
     /// The keys and strings, decoded, one after the other.
     text: String,
+}
+
+/// A value as cleaning judges it ([`Normalize::drops`](crate::policy::Normalize::drops)):
+/// what [`Tape::without`] shows its judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaf<'a> {
+    Null,
+    /// `{}` or `[]`.
+    Empty,
+    Text(&'a str),
+    /// A number, a boolean, or an object or array with something in it.
+    Other,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,6 +84,46 @@ struct Scratch {
     text: Vec<u8>,
     /// The keys of the objects still open: where each is in the text.
     keys: Vec<(u32, u32)>,
+}
+
+impl Scratch {
+    /// The tape of the first `written` bytes of the text, when `ok`; the
+    /// buffers go back to the thread unless they grew past the bounds.
+    fn finish(mut self, ok: bool, written: usize) -> Option<Tape> {
+        let tape = ok
+            .then(|| utf8(&self.text[..written]))
+            .flatten()
+            .map(str::to_owned)
+            .map(|text| Tape {
+                slots: self.slots.clone(),
+                text,
+            });
+        if self.slots.capacity() <= MAX_SCRATCH
+            && self.keys.capacity() <= MAX_SCRATCH
+            && self.text.len() <= MAX_SCRATCH_TEXT
+        {
+            self.slots.clear();
+            self.keys.clear();
+            // The text is kept at its length: it is written over, never
+            // filled again.
+            SCRATCH.set(self);
+        }
+        tape
+    }
+
+    /// Write `bytes` into the text at `from` (growing it as needed): the
+    /// slot of the string there.
+    fn put_text(&mut self, from: usize, bytes: &[u8]) -> Option<Slot> {
+        let end = from + bytes.len();
+        if self.text.len() < end {
+            self.text.resize(end.max(2 * self.text.len()), 0);
+        }
+        self.text[from..end].copy_from_slice(bytes);
+        Some(Slot::Text(
+            u32::try_from(from).ok()?,
+            u32::try_from(bytes.len()).ok()?,
+        ))
+    }
 }
 
 impl Tape {
@@ -205,6 +261,96 @@ impl Tape {
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.get(0, key).is_some()
     }
+
+    /// Values in the object, containers included, keys not.
+    pub(crate) fn values(&self) -> usize {
+        let keys: usize = self
+            .slots
+            .iter()
+            .map(|slot| match slot {
+                Slot::Object(len, _) => *len as usize,
+                _ => 0,
+            })
+            .sum();
+        self.slots.len() - 1 - keys
+    }
+
+    /// The tape without the members and items `drops` says to drop (it
+    /// judges each as written, and what is kept is judged in turn); `None`
+    /// when it drops none.
+    pub(crate) fn without(&self, drops: &impl Fn(Leaf<'_>) -> bool) -> Option<Tape> {
+        if !self.drops_within(0, drops) {
+            return None;
+        }
+        let mut slots = Vec::with_capacity(self.slots.len());
+        self.copy_without(0, drops, &mut slots);
+        Some(Tape {
+            slots,
+            text: self.text.clone(),
+        })
+    }
+
+    fn leaf(&self, at: u32) -> Leaf<'_> {
+        match self.slots[at as usize] {
+            Slot::Null => Leaf::Null,
+            Slot::Object(0, _) | Slot::Array(0, _) => Leaf::Empty,
+            Slot::Text(..) => Leaf::Text(self.text(at)),
+            _ => Leaf::Other,
+        }
+    }
+
+    /// Whether `drops` drops anything inside the container at `at`.
+    fn drops_within(&self, at: u32, drops: &impl Fn(Leaf<'_>) -> bool) -> bool {
+        let within = |value: u32| {
+            drops(self.leaf(value))
+                || (matches!(
+                    self.slots[value as usize],
+                    Slot::Object(..) | Slot::Array(..)
+                ) && self.drops_within(value, drops))
+        };
+        match self.slots[at as usize] {
+            Slot::Object(..) => self.members(at).any(|(_, value)| within(value)),
+            Slot::Array(..) => self.elements(at).any(within),
+            _ => false,
+        }
+    }
+
+    /// The value at `at` onto `out`, without what `drops` drops.
+    fn copy_without(&self, at: u32, drops: &impl Fn(Leaf<'_>) -> bool, out: &mut Vec<Slot>) {
+        let start = out.len();
+        let slot = &self.slots[at as usize];
+        out.push(slot.clone());
+        let len = match slot {
+            Slot::Object(..) => {
+                let mut len = 0;
+                for (key, value) in self.members(at) {
+                    if !drops(self.leaf(value)) {
+                        out.push(self.slots[key as usize].clone());
+                        self.copy_without(value, drops, out);
+                        len += 1;
+                    }
+                }
+                len
+            }
+            Slot::Array(..) => {
+                let mut len = 0;
+                for item in self.elements(at) {
+                    if !drops(self.leaf(item)) {
+                        self.copy_without(item, drops, out);
+                        len += 1;
+                    }
+                }
+                len
+            }
+            _ => return,
+        };
+        // Never past u32: the tape it is copied from has more slots.
+        let end = u32::try_from(out.len()).unwrap_or(u32::MAX);
+        out[start] = match slot {
+            Slot::Object(..) => Slot::Object(len, end),
+            _ => Slot::Array(len, end),
+        };
+    }
 }
 
 /// The tape written as the JSON object it holds, as its `serde_json`
@@ -340,29 +486,9 @@ impl Read<'_> {
     /// The tape read, when `ok`; the buffers go back to the thread.
     fn finish(self, ok: bool) -> Option<Tape> {
         let Read {
-            mut buffers,
-            written,
-            ..
+            buffers, written, ..
         } = self;
-        let tape = ok
-            .then(|| utf8(&buffers.text[..written]))
-            .flatten()
-            .map(str::to_owned)
-            .map(|text| Tape {
-                slots: buffers.slots.clone(),
-                text,
-            });
-        if buffers.slots.capacity() <= MAX_SCRATCH
-            && buffers.keys.capacity() <= MAX_SCRATCH
-            && buffers.text.len() <= MAX_SCRATCH_TEXT
-        {
-            buffers.slots.clear();
-            buffers.keys.clear();
-            // The text is kept at its length: it is written over, never
-            // filled again.
-            SCRATCH.set(buffers);
-        }
-        tape
+        buffers.finish(ok, written)
     }
 
     /// An object or array opened (its bracket read): its slot, and where
@@ -556,44 +682,48 @@ impl Read<'_> {
     /// ([`case_twin`](super::args::case_twin)): `None` leaves it to the
     /// strict reader to say which.
     fn unique_keys(&self, base: usize) -> Option<()> {
-        let keys = &self.buffers.keys[base..];
-        if keys.len() < 2 {
-            return Some(());
-        }
-        let text =
-            |(start, len): (u32, u32)| &self.buffers.text[start as usize..(start + len) as usize];
-        // ASCII keys without NUL: a reader that ignores case reads two as
-        // one exactly when they are equal but for the case of letters.
-        if keys.len() <= 16
-            && keys
+        unique_keys(&self.buffers.keys[base..], &self.buffers.text)
+    }
+}
+
+/// Whether no two of `keys` (where each is in `text`) are one key, even to
+/// a reader that ignores case.
+fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
+    if keys.len() < 2 {
+        return Some(());
+    }
+    let text = |(start, len): (u32, u32)| &text[start as usize..(start + len) as usize];
+    // ASCII keys without NUL: a reader that ignores case reads two as
+    // one exactly when they are equal but for the case of letters.
+    if keys.len() <= 16
+        && keys
+            .iter()
+            .all(|&key| text(key).iter().all(|&b| b != 0 && b < 0x80))
+    {
+        for (i, &key) in keys.iter().enumerate() {
+            let twin = keys[i + 1..]
                 .iter()
-                .all(|&key| text(key).iter().all(|&b| b != 0 && b < 0x80))
-        {
-            for (i, &key) in keys.iter().enumerate() {
-                let twin = keys[i + 1..]
-                    .iter()
-                    .any(|&other| other.1 == key.1 && text(other).eq_ignore_ascii_case(text(key)));
-                if twin {
-                    return None;
-                }
-            }
-            return Some(());
-        }
-        let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
-        let mut seen = std::collections::HashSet::with_capacity(keys.len());
-        for &key in keys {
-            let key = text(key);
-            let folded = if stable {
-                Cow::Borrowed(key)
-            } else {
-                Cow::Owned(super::args::fold_key(std::str::from_utf8(key).ok()?).into_bytes())
-            };
-            if !seen.insert(folded) {
+                .any(|&other| other.1 == key.1 && text(other).eq_ignore_ascii_case(text(key)));
+            if twin {
                 return None;
             }
         }
-        Some(())
+        return Some(());
     }
+    let stable = keys.iter().all(|&key| super::args::case_stable(text(key)));
+    let mut seen = std::collections::HashSet::with_capacity(keys.len());
+    for &key in keys {
+        let key = text(key);
+        let folded = if stable {
+            Cow::Borrowed(key)
+        } else {
+            Cow::Owned(super::args::fold_key(std::str::from_utf8(key).ok()?).into_bytes())
+        };
+        if !seen.insert(folded) {
+            return None;
+        }
+    }
+    Some(())
 }
 
 /// What a JSON string holding JSON text says where a run of the text's

@@ -30,6 +30,7 @@ use self::schema::ArgumentSchema;
 pub(crate) use self::table::{ToolSpec, ToolTable};
 pub(crate) use self::tools::parse_tool;
 pub use self::tools::{DeclaredKind, ToolDecl};
+use crate::detect::tape::Leaf;
 use crate::detect::Limits;
 
 /// A compiled policy. Build it with [`Policy::load`], [`Policy::from_text`]
@@ -151,6 +152,22 @@ impl Normalize {
     #[must_use]
     pub fn is_active(&self) -> bool {
         self.strip_empty_values || self.strip_placeholder_strings
+    }
+
+    /// Whether cleaning drops a value, as written: the one rule, for the
+    /// arguments' object, their tape, and the Python bindings, which clean
+    /// a dict read onto a tape the same way.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn drops(&self, leaf: &Leaf<'_>) -> bool {
+        match leaf {
+            Leaf::Null | Leaf::Empty => self.strip_empty_values,
+            Leaf::Text(text) => {
+                self.strip_placeholder_strings
+                    && crate::check::normalize::is_placeholder(text, &self.placeholder_strings)
+            }
+            Leaf::Other => false,
+        }
     }
 }
 

@@ -85,17 +85,33 @@ impl ArgumentSchema {
     /// Validate an arguments object in place: it is lent to the validator as
     /// a JSON value and handed back unchanged.
     pub fn check_object(&self, arguments: &mut Map<String, Value>) -> Vec<SchemaFailure> {
-        let value = Value::Object(std::mem::take(arguments));
-        let found = if self.passes(&value) {
-            Vec::new()
-        } else {
-            self.failures(&value)
-        };
-        if let Value::Object(map) = value {
-            *arguments = map;
-        }
-        found
+        lent(arguments, |value| {
+            if self.passes(value) {
+                Vec::new()
+            } else {
+                self.failures(value)
+            }
+        })
     }
+
+    /// [`failures`](Self::failures) of an arguments object known to fail
+    /// (on its tape), lent as [`check_object`](Self::check_object) lends it.
+    pub(crate) fn failures_of_object(
+        &self,
+        arguments: &mut Map<String, Value>,
+    ) -> Vec<SchemaFailure> {
+        lent(arguments, |value| self.failures(value))
+    }
+}
+
+/// `f` of an arguments object lent as a JSON value, handed back unchanged.
+fn lent<T>(arguments: &mut Map<String, Value>, f: impl FnOnce(&Value) -> T) -> T {
+    let value = Value::Object(std::mem::take(arguments));
+    let found = f(&value);
+    if let Value::Object(map) = value {
+        *arguments = map;
+    }
+    found
 }
 
 fn describe_schema_error(err: &ValidationError<'_>) -> String {
