@@ -16,7 +16,7 @@ use crate::detect::args::clip;
 use crate::detect::collect::{ArgSource, Collector, Mark};
 use crate::detect::mcp;
 use crate::detect::node::{
-    id_text, is, parse, parse_node, text, Flag, Node, Obj, Raw, ReadString, Result,
+    id_text, is, parse, parse_node, text, Flag, Node, Obj, Raw, ReadArguments, Result,
 };
 use crate::detect::positions::{
     self, Container, Field, Holds, HostedArgs, Single, Tag, ARGUMENT_KEYS,
@@ -886,9 +886,9 @@ fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>
 /// The arguments `key` holds: what the fast reader read of them in
 /// passing, if it did (the first reading takes it), else the raw value.
 fn inline<'a>(o: &Obj<'a>, key: &str, raw: Raw<'a>) -> ArgSource<'a> {
-    match o.arguments_text.take(key) {
-        Some(ReadString::Tape(_, tape)) => ArgSource::Tape(tape, raw),
-        Some(ReadString::Text(text)) => ArgSource::Text(Cow::Owned(text.into())),
+    match o.arguments_read.take(key) {
+        Some(ReadArguments::Tape(_, tape)) => ArgSource::Tape(tape, raw),
+        Some(ReadArguments::Text(text)) => ArgSource::Text(Cow::Owned(text.into())),
         None => ArgSource::Inline(raw),
     }
 }

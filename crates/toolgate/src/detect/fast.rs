@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, spelled, variant_of, Decoded, Flag, IsList, Node, Obj, ObjBox, Raw,
-    ReadString, Seen, SIMPLE,
+    add_rare, decoded, spelled, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadArguments,
+    ReadInPassing, Seen, SIMPLE,
 };
 use crate::detect::tape::Tape;
 
@@ -299,50 +299,49 @@ impl<'a> Scan<'a> {
                 return None;
             }
             seen |= bit;
-            if matches!(field, Field::arguments) {
-                scan.space();
-                if scan.peek()? == b'"' {
-                    // JSON text in a string, dense with escaped quotes:
-                    // read here onto its tape, or else decoded here,
-                    // rather than scanned here and decoded again when its
-                    // call is read.
-                    let start = scan.at;
-                    if let Some((tape, used)) =
-                        Tape::read_quoted(&scan.text[start..], scan.max_depth)
-                    {
-                        scan.at += used;
-                        obj.arguments_text = Decoded::new(ReadString::tape("arguments", tape));
-                        let raw = Raw::checked(&scan.text[start..scan.at]);
-                        return store(obj, field, Value::Raw(raw));
-                    }
-                    let (raw, text) = scan.decoded_string()?;
-                    obj.arguments_text = Decoded::new(text.map(ReadString::Text));
-                    return store(obj, field, Value::Raw(raw));
-                }
-            }
             if let Field::arguments | Field::input | Field::args = field {
-                scan.space();
-                if scan.peek()? == b'{' {
-                    // Arguments as an object: read onto their tape here
-                    // rather than skipped here and read when their call is.
-                    let start = scan.at;
-                    let room = scan.max_depth - scan.depth;
-                    if let Some((tape, used)) =
-                        Tape::read_object(&scan.text[start..], scan.max_depth, room)
-                    {
-                        scan.at += used;
-                        let key = KEYS[field as usize];
-                        obj.arguments_text = Decoded::new(ReadString::tape(key, tape));
-                        let raw = Raw::checked(&scan.text[start..scan.at]);
-                        return store(obj, field, Value::Raw(raw));
-                    }
-                }
+                let value = scan.arguments(field, &mut obj.arguments_read)?;
+                return store(obj, field, value);
             }
             let value = scan.value(TAKES[field as usize])?;
             store(obj, field, value)
         })?;
         self.depth -= 1;
         Some(ObjBox::new(made))
+    }
+
+    /// The value of `field`, an argument key, its arguments read in
+    /// passing into `read`: onto their tape, rather than skipped here and
+    /// read again when their call is. An `arguments` string is read
+    /// straight from the string as written (JSON text dense with escaped
+    /// quotes), or else decoded here; an object is read where it stands,
+    /// within the document's nesting bound. Any other value is read as the
+    /// field takes it.
+    fn arguments(&mut self, field: Field, read: &mut ReadInPassing) -> Option<Value<'a>> {
+        self.space();
+        let start = self.at;
+        let tape = match self.peek()? {
+            b'"' if matches!(field, Field::arguments) => {
+                Tape::read_quoted(&self.text[start..], self.max_depth)
+            }
+            b'{' => Tape::read_object(
+                &self.text[start..],
+                self.max_depth,
+                self.max_depth - self.depth,
+            ),
+            _ => return self.value(TAKES[field as usize]),
+        };
+        if let Some((tape, used)) = tape {
+            self.at += used;
+            *read = ReadInPassing::new(ReadArguments::tape(KEYS[field as usize], tape));
+            return Some(Value::Raw(Raw::checked(&self.text[start..self.at])));
+        }
+        if self.peek()? != b'"' {
+            return self.value(TAKES[field as usize]);
+        }
+        let (raw, text) = self.decoded_string()?;
+        *read = ReadInPassing::new(text.map(ReadArguments::Text));
+        Some(Value::Raw(raw))
     }
 
     /// A known key's value, as its field takes it.

@@ -55,10 +55,10 @@ impl Drop for Level {
 /// Views compare equal whether or not they were: it is what the raw value
 /// says.
 #[derive(Default)]
-pub(crate) struct Decoded(Cell<Option<ReadString>>);
+pub(crate) struct ReadInPassing(Cell<Option<ReadArguments>>);
 
 /// What the fast reader read of arguments in passing.
-pub(crate) enum ReadString {
+pub(crate) enum ReadArguments {
     /// The arguments of a key (its row of
     /// [`ARGUMENT_KEYS`](crate::detect::positions::ARGUMENT_KEYS)), read
     /// onto a tape (boxed: an `Obj` stays within a kibibyte).
@@ -68,32 +68,32 @@ pub(crate) enum ReadString {
     Text(Box<str>),
 }
 
-impl ReadString {
+impl ReadArguments {
     /// The arguments of `key` read onto `tape`.
-    pub(crate) fn tape(key: &str, tape: Tape) -> Option<ReadString> {
+    pub(crate) fn tape(key: &str, tape: Tape) -> Option<ReadArguments> {
         let row = crate::detect::positions::ARGUMENT_KEYS
             .iter()
             .position(|known| *known == key)?;
-        Some(ReadString::Tape(u8::try_from(row).ok()?, Box::new(tape)))
+        Some(ReadArguments::Tape(u8::try_from(row).ok()?, Box::new(tape)))
     }
 
     fn key(&self) -> Option<&'static str> {
         match self {
-            ReadString::Tape(row, _) => crate::detect::positions::ARGUMENT_KEYS
+            ReadArguments::Tape(row, _) => crate::detect::positions::ARGUMENT_KEYS
                 .get(usize::from(*row))
                 .copied(),
-            ReadString::Text(_) => Some("arguments"),
+            ReadArguments::Text(_) => Some("arguments"),
         }
     }
 }
 
-impl Decoded {
-    pub(crate) fn new(read: Option<ReadString>) -> Decoded {
-        Decoded(Cell::new(read))
+impl ReadInPassing {
+    pub(crate) fn new(read: Option<ReadArguments>) -> ReadInPassing {
+        ReadInPassing(Cell::new(read))
     }
 
     /// What was read of the arguments under `key`, if anything.
-    pub(crate) fn take(&self, key: &str) -> Option<ReadString> {
+    pub(crate) fn take(&self, key: &str) -> Option<ReadArguments> {
         let read = self.0.take()?;
         if read.key() == Some(key) {
             return Some(read);
@@ -103,9 +103,9 @@ impl Decoded {
     }
 }
 
-impl std::fmt::Debug for Decoded {
+impl std::fmt::Debug for ReadInPassing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Decoded")
+        f.write_str("ReadInPassing")
     }
 }
 
@@ -350,7 +350,7 @@ pub(crate) struct Obj<'a> {
     /// `input` or `args` when an object); the first reading of them takes
     /// them.
     #[serde(skip)]
-    pub(crate) arguments_text: Decoded,
+    pub(crate) arguments_read: ReadInPassing,
     #[serde(borrow)]
     pub(crate) params: Option<Raw<'a>>,
     #[serde(borrow)]

@@ -18,7 +18,7 @@ use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
 use jsonschema::types::JsonType;
 use serde_json::{Map, Number, Value};
 
-use crate::detect::cursor::{items, items_spaced, reads_with_cursor, Cursor};
+use crate::detect::cursor::{items_spaced, reads_with_cursor, Cursor};
 use crate::detect::fast::special;
 use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
@@ -132,7 +132,7 @@ impl Tape {
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
         let mut read = Read::new(text, max_depth)?;
         read.space();
-        let ok = read.peek() == Some(b'{') && read.value().is_some() && read.at_end();
+        let ok = read.peek() == Some(b'{') && read.value::<false>().is_some() && read.at_end();
         read.finish(ok)
     }
 
@@ -145,7 +145,7 @@ impl Tape {
     pub(crate) fn read_object(text: &str, max_depth: usize, room: usize) -> Option<(Tape, usize)> {
         let mut read = Read::new(text, max_depth)?;
         read.depth_left = read.depth_left.min(room);
-        let ok = read.peek() == Some(b'{') && read.value().is_some();
+        let ok = read.peek() == Some(b'{') && read.value::<false>().is_some();
         let used = read.at;
         read.finish(ok).map(|tape| (tape, used))
     }
@@ -169,7 +169,7 @@ impl Tape {
         let mut read = Read::new(text, max_depth)?;
         read.at = 1;
         read.quoted_space();
-        let ok = read.peek() == Some(b'{') && read.quoted_value().is_some() && {
+        let ok = read.peek() == Some(b'{') && read.value::<true>().is_some() && {
             read.quoted_space();
             read.peek() == Some(b'"')
         };
@@ -444,32 +444,53 @@ struct Read<'a> {
 reads_with_cursor!(Read);
 
 impl Read<'_> {
-    fn value(&mut self) -> Option<()> {
-        self.space();
+    /// A value of JSON text: as it is written (`QUOTED` false), or as a
+    /// JSON string holding that text writes it (`\"` quoting the text's
+    /// strings, its white space escaped).
+    fn value<const QUOTED: bool>(&mut self) -> Option<()> {
+        self.white::<QUOTED>();
         match self.peek()? {
             b'{' => {
                 let (at, base) = self.open()?;
-                items(self, b'}', |read| {
-                    read.string()?;
+                items_spaced(self, b'}', Read::white::<QUOTED>, |read| {
+                    read.text::<QUOTED>()?;
                     read.key_read();
-                    read.space();
+                    read.white::<QUOTED>();
                     read.literal(":")?;
-                    read.value()
+                    read.value::<QUOTED>()
                 })?;
                 self.close_object(at, base)
             }
             b'[' => {
                 let (at, _) = self.open()?;
                 let mut len = 0_u32;
-                items(self, b']', |read| {
-                    read.value()?;
+                items_spaced(self, b']', Read::white::<QUOTED>, |read| {
+                    read.value::<QUOTED>()?;
                     len += 1;
                     Some(())
                 })?;
                 self.close_array(at, len)
             }
-            b'"' => self.string(),
+            b'"' | b'\\' => self.text::<QUOTED>(),
             _ => self.scalar(),
+        }
+    }
+
+    /// The text's white space, as [`value`](Self::value) reads it.
+    fn white<const QUOTED: bool>(&mut self) {
+        if QUOTED {
+            self.quoted_space();
+        } else {
+            self.space();
+        }
+    }
+
+    /// A string of the text, as [`value`](Self::value) reads it.
+    fn text<const QUOTED: bool>(&mut self) -> Option<()> {
+        if QUOTED {
+            self.quoted_string()
+        } else {
+            self.string()
         }
     }
 
@@ -579,35 +600,6 @@ impl Read<'_> {
                 }
                 _ => return,
             }
-        }
-    }
-
-    fn quoted_value(&mut self) -> Option<()> {
-        self.quoted_space();
-        match self.peek()? {
-            b'{' => {
-                let (at, base) = self.open()?;
-                items_spaced(self, b'}', Read::quoted_space, |read| {
-                    read.quoted_string()?;
-                    read.key_read();
-                    read.quoted_space();
-                    read.literal(":")?;
-                    read.quoted_value()
-                })?;
-                self.close_object(at, base)
-            }
-            b'[' => {
-                let (at, _) = self.open()?;
-                let mut len = 0_u32;
-                items_spaced(self, b']', Read::quoted_space, |read| {
-                    read.quoted_value()?;
-                    len += 1;
-                    Some(())
-                })?;
-                self.close_array(at, len)
-            }
-            b'\\' => self.quoted_string(),
-            _ => self.scalar(),
         }
     }
 
