@@ -22,10 +22,19 @@ fn json_value() -> impl Strategy<Value = Value> {
         ]
         .prop_map(|s| Value::String(s.to_owned())),
     ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
+    json_tree(leaf.boxed(), "[a-z]{1,6}")
+}
+
+/// JSON values made of `leaf`s, in arrays and in objects whose keys match
+/// `key` (a regex), three levels deep at most.
+pub(crate) fn json_tree(
+    leaf: BoxedStrategy<Value>,
+    key: &'static str,
+) -> impl Strategy<Value = Value> {
+    leaf.prop_recursive(3, 24, 4, move |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::btree_map("[a-z]{1,6}", inner, 0..5)
+            proptest::collection::btree_map(key, inner, 0..5)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })

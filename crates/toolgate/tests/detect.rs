@@ -408,13 +408,7 @@ fn escaped_object() -> impl Strategy<Value = serde_json::Value> {
         (-1e6f64..1e6).prop_map(|n| json!(n)),
         text.prop_map(serde_json::Value::String),
     ];
-    let value = leaf.prop_recursive(3, 24, 4, move |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
-            proptest::collection::btree_map(text, inner, 0..5)
-                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
-        ]
-    });
+    let value = crate::check::json_tree(leaf.boxed(), text);
     proptest::collection::btree_map(text, value, 0..5)
         .prop_map(|m| serde_json::Value::Object(m.into_iter().collect()))
 }
