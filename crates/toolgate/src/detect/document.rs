@@ -338,15 +338,24 @@ fn walk(
             "data" => dumped,
             _ => None,
         };
-        let read = match (field, given) {
-            (Field::Raw(inner), Some(role)) => match parse_node(inner)? {
-                Node::Object(inner) => {
-                    out.listed = listed;
-                    object_as(&inner, Slot::Inner, Some(role), out)
+        // Its node, if the fast reader read it ahead.
+        let field = match field {
+            Field::Raw(raw) => o.read_ahead.node(raw).map_or(field, Field::Node),
+            Field::Node(_) => field,
+        };
+        let read = match given {
+            // (`kwargs` and `data` are kept raw.)
+            Some(role) => {
+                let mut parsed = None;
+                match node_of(field, &mut parsed)? {
+                    Node::Object(inner) => {
+                        out.listed = listed;
+                        object_as(inner, Slot::Inner, Some(role), out)
+                    }
+                    node => read_container(container, Field::Node(node), out),
                 }
-                _ => read_container(container, field, out),
-            },
-            _ => read_container(container, field, out),
+            }
+            None => read_container(container, field, out),
         };
         out.leave();
         read
@@ -389,15 +398,17 @@ fn request(o: &Obj<'_>, slot: Slot, out: &mut Collector<'_>) {
     }
 }
 
-fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) -> Result<()> {
-    let parsed;
-    let node = match field {
+/// A field's node: parsed into `parsed` when it is kept raw.
+fn node_of<'p, 'a>(field: Field<'p, 'a>, parsed: &'p mut Option<Node<'a>>) -> Result<&'p Node<'a>> {
+    Ok(match field {
         Field::Node(node) => node,
-        Field::Raw(raw) => {
-            parsed = parse_node(raw)?;
-            &parsed
-        }
-    };
+        Field::Raw(raw) => parsed.insert(parse_node(raw)?),
+    })
+}
+
+fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) -> Result<()> {
+    let mut parsed = None;
+    let node = node_of(field, &mut parsed)?;
     match (c.holds, node) {
         (_, Node::Null)
         | (Holds::List | Holds::Object | Holds::ListOrObject, Node::Text | Node::Scalar) => {}
@@ -717,15 +728,8 @@ fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>
             // name alone) forces a function: it is not a call.
             return Ok(());
         }
-        let parsed;
-        let node = match field {
-            Field::Node(node) => node,
-            Field::Raw(raw) => {
-                parsed = parse_node(raw)?;
-                &parsed
-            }
-        };
-        match node {
+        let mut parsed = None;
+        match node_of(field, &mut parsed)? {
             Node::Object(inner) => one(o, inner, key, single, readings, out),
             Node::Null => {}
             other => out.violation(
@@ -1018,7 +1022,7 @@ fn one_id<'s>(
 /// true}`), none when `approve` is not a boolean; a denial is an error
 /// result (the tool does not run).
 fn approval(o: &Obj<'_>, out: &mut Collector<'_>) {
-    let id = id_text(o.approval_request_id);
+    let id = id_text(o.rare("approval_request_id"));
     let approve = o.approve.and_then(Flag::as_bool);
     let content = approve
         .map(|approve| serde_json::json!({"type": "mcp_approval_response", "approve": approve}));

@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, spelled, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadArguments,
-    ReadInPassing, Seen, SIMPLE,
+    add_rare, decoded, signature, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
+    ReadArguments, ReadInPassing, Seen, SIGNATURES, SIMPLE,
 };
 use crate::detect::tape::Tape;
 
@@ -30,6 +30,7 @@ pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
         depth: 0,
         max_depth,
         envelope: 0,
+        ahead: None,
     };
     let node = scan.node()?;
     scan.at_end().then_some(node)
@@ -42,7 +43,15 @@ struct Scan<'a> {
     max_depth: usize,
     /// Arrays and objects read as nodes open here.
     envelope: usize,
+    /// Reading a container kept raw ahead of its reading: the bytes of
+    /// views and items it may still build ([`READ_AHEAD`] a document).
+    ahead: Option<usize>,
 }
+
+/// The most a document's containers kept raw may take, in bytes of views
+/// and list items, when read ahead ([`Scan::container`]): result content
+/// no reader will look at as a container is never all read into views.
+const READ_AHEAD: usize = 256 * 1024;
 
 reads_with_cursor!(Scan);
 
@@ -63,7 +72,7 @@ enum Take {
 macro_rules! keys {
     ($($field:ident: $key:literal => $take:ident,)*) => {
         /// A field of [`Obj`], numbered in the table's order.
-        #[derive(Debug, Clone, Copy)]
+        #[derive(Debug, Clone, Copy, PartialEq)]
         #[allow(non_camel_case_types)] // the fields' own names
         enum Field {
             $($field,)*
@@ -141,7 +150,6 @@ keys! {
     tool_use_id: "tool_use_id" => Text,
     toolCallId: "toolCallId" => Text,
     toolUseId: "toolUseId" => Raw,
-    approval_request_id: "approval_request_id" => Raw,
     approve: "approve" => Flag,
     is_error: "is_error" => Bool,
     isError: "isError" => Bool,
@@ -165,15 +173,101 @@ pub(crate) fn is_key(key: &str) -> bool {
     field(key).is_some()
 }
 
-/// Whether a key that is not the table's may be another spelling of one
-/// ([`variant_of`]): for an ASCII key, whether a key toolgate reads spells
-/// it in another case (the few keys of its signature are looked at).
-fn may_be_variant(key: &str) -> bool {
-    if !key.is_ascii() {
-        return variant_of(key).is_some();
-    }
-    spelled(key.as_bytes()).is_some_and(|known| known != key)
+/// Whether `field` is a container kept raw ([`Scan::container`]).
+fn is_container(field: Field) -> bool {
+    matches!(
+        field,
+        Field::content
+            | Field::output
+            | Field::response
+            | Field::data
+            | Field::delta
+            | Field::steps
+            | Field::kwargs
+            | Field::additional_kwargs
+            | Field::invalid_tool_calls
+            | Field::toolInvocations
+    )
 }
+
+/// Whether what the object said so far makes it a tool result, whose
+/// content is read as a container by no reader: not read ahead.
+fn is_result(obj: &Obj<'_>) -> bool {
+    matches!(obj.role.as_deref(), Some("tool" | "function"))
+        || obj.tool_call_id.is_some()
+        || obj.tool_use_id.is_some()
+        || matches!(
+            obj.kind.as_deref().and_then(crate::detect::positions::tag),
+            Some(crate::detect::positions::Tag::Result(_))
+        )
+}
+
+/// What a key of an object is to this reader.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Key {
+    /// A key of the table.
+    Field(Field),
+    /// A rare key: its row of [`RARE`](crate::detect::positions::RARE).
+    Rare(u8),
+    /// Another spelling of a key toolgate reads ([`variant_of`]): the
+    /// reference reader's to refuse.
+    Variant,
+    /// Any other key (a stream decoder's keys among them): skipped.
+    Other,
+}
+
+/// What `key` is (a key as written, unescaped: so it holds no NUL): the
+/// table's own keys matched first, then one look among the keys toolgate
+/// reads that share its [`signature`] says whether it is rare, another
+/// spelling of one, or neither; [`variant_of`] judges a key that is not
+/// ASCII. No two keys toolgate reads differ only in case (a test holds
+/// it), so a key matches one of its signature's at most.
+fn look_up(key: &str) -> Key {
+    // Most keys are the table's, spelled as it spells them.
+    if let Some(field) = field(key) {
+        return Key::Field(field);
+    }
+    let bytes = key.as_bytes();
+    if let Some((known, what)) = bytes.first().and_then(|_| {
+        OTHERS[signature(bytes)].iter().find(|(known, _)| {
+            known.len() == bytes.len() && known.as_bytes().eq_ignore_ascii_case(bytes)
+        })
+    }) {
+        return if known.as_bytes() == bytes {
+            *what
+        } else {
+            Key::Variant
+        };
+    }
+    if !key.is_ascii() && variant_of(key).is_some() {
+        return Key::Variant;
+    }
+    Key::Other
+}
+
+/// Every key toolgate reads by [`signature`], with what it is to this
+/// reader: the table's keys are there as other spellings of theirs are.
+static OTHERS: std::sync::LazyLock<Vec<Vec<(&'static str, Key)>>> =
+    std::sync::LazyLock::new(|| {
+        let mut table = vec![Vec::new(); SIGNATURES];
+        let fields = KEYS
+            .iter()
+            .map(|key| (*key, field(key).map_or(Key::Other, Key::Field)));
+        let rare = crate::detect::positions::RARE.iter().map(|key| {
+            let row = crate::detect::positions::rare_row(key);
+            (*key, row.map_or(Key::Other, Key::Rare))
+        });
+        let stream = crate::detect::positions::STREAM_KEYS
+            .iter()
+            .map(|key| (*key, Key::Other));
+        for (key, what) in fields.chain(rare).chain(stream) {
+            let bucket: &mut Vec<(&'static str, Key)> = &mut table[signature(key.as_bytes())];
+            if !bucket.iter().any(|(known, _)| *known == key) {
+                bucket.push((key, what));
+            }
+        }
+        table
+    });
 
 /// A field's value as read, before it is stored.
 enum Value<'a> {
@@ -255,6 +349,7 @@ impl<'a> Scan<'a> {
         self.at += 1;
         let mut list = Vec::new();
         items(self, b']', |scan| {
+            scan.spend(std::mem::size_of::<Node<'_>>())?;
             list.push(scan.node()?);
             Some(())
         })?;
@@ -275,35 +370,34 @@ impl<'a> Scan<'a> {
                 return None;
             }
             scan.eat(b':')?;
-            let Some(field) = field(key) else {
-                if let Some(row) = crate::detect::positions::rare_row(key) {
+            let field = match look_up(key) {
+                Key::Field(field) => field,
+                Key::Rare(row) => {
                     scan.space();
                     let start = scan.at;
                     scan.skip()?;
                     let raw = Raw::checked(&scan.text[start..scan.at]);
-                    let obj = made.get_or_insert_with(Box::default);
+                    let obj = scan.view(&mut made)?;
                     // A key given twice is refused, as serde does.
                     return add_rare(&mut obj.rare_keys, row, raw).then_some(());
                 }
+                Key::Other => return scan.skip(),
                 // Another spelling of a key is the reference reader's to
                 // refuse.
-                if may_be_variant(key) {
-                    return None;
-                }
-                return scan.skip();
+                Key::Variant => return None,
             };
-            let obj = made.get_or_insert_with(Box::default);
+            let obj = scan.view(&mut made)?;
             // A key given twice is refused, as serde does.
             let bit = 1u128 << field as u8;
             if seen & bit != 0 {
                 return None;
             }
             seen |= bit;
-            if let Field::arguments | Field::input | Field::args = field {
-                let value = scan.arguments(field, &mut obj.arguments_read)?;
-                return store(obj, field, value);
-            }
-            let value = scan.value(TAKES[field as usize])?;
+            let value = match field {
+                Field::arguments | Field::input | Field::args => scan.arguments(field, obj)?,
+                _ if is_container(field) => scan.container(field, obj)?,
+                _ => scan.value(TAKES[field as usize])?,
+            };
             store(obj, field, value)
         })?;
         self.depth -= 1;
@@ -317,7 +411,7 @@ impl<'a> Scan<'a> {
     /// quotes), or else decoded here; an object is read where it stands,
     /// within the document's nesting bound. Any other value is read as the
     /// field takes it.
-    fn arguments(&mut self, field: Field, read: &mut ReadInPassing) -> Option<Value<'a>> {
+    fn arguments(&mut self, field: Field, obj: &mut Obj<'a>) -> Option<Value<'a>> {
         self.space();
         let start = self.at;
         let tape = match self.peek()? {
@@ -329,19 +423,93 @@ impl<'a> Scan<'a> {
                 self.max_depth,
                 self.max_depth - self.depth,
             ),
+            // A Responses request's `input` list: its conversation.
+            b'[' if matches!(field, Field::input) => return self.container(field, obj),
             _ => return self.value(TAKES[field as usize]),
         };
         if let Some((tape, used)) = tape {
             self.at += used;
-            *read = ReadInPassing::new(ReadArguments::tape(KEYS[field as usize], tape));
+            obj.arguments_read =
+                ReadInPassing::new(ReadArguments::tape(KEYS[field as usize], tape));
             return Some(Value::Raw(Raw::checked(&self.text[start..self.at])));
         }
         if self.peek()? != b'"' {
             return self.value(TAKES[field as usize]);
         }
         let (raw, text) = self.decoded_string()?;
-        *read = ReadInPassing::new(text.map(ReadArguments::Text));
+        obj.arguments_read = ReadInPassing::new(text.map(ReadArguments::Text));
         Some(Value::Raw(raw))
+    }
+
+    /// The value of `field`, a container kept raw (it may be arguments or
+    /// a result's content too), read ahead into its node when it is an
+    /// array or an object that may hold calls: the first reading of the
+    /// raw value reads the node ([`ReadAhead`]) rather than parse it
+    /// again. Read as [`parse_node`] would: from a nesting of 0
+    /// (within what is left of the document's bound) and an envelope of
+    /// its own. When that reading gives up or the document's allowance
+    /// for reading ahead ([`READ_AHEAD`]) runs out, the value is skipped
+    /// here, as it was before, and nothing more is read ahead.
+    ///
+    /// [`parse_node`]: crate::detect::node::parse_node
+    fn container(&mut self, field: Field, obj: &mut Obj<'a>) -> Option<Value<'a>> {
+        self.space();
+        let start = self.at;
+        let first = self.ahead.is_none();
+        let allowance = self.ahead.unwrap_or(READ_AHEAD);
+        if allowance > 0
+            && matches!(self.peek()?, b'[' | b'{')
+            && obj.read_ahead.is_empty()
+            && !is_result(obj)
+        {
+            let mut ahead = Scan {
+                cursor: Cursor::new(&self.text[start..]),
+                depth: 0,
+                max_depth: self.max_depth - self.depth,
+                envelope: 0,
+                ahead: Some(allowance),
+            };
+            let node = ahead.node();
+            self.ahead = Some(ahead.ahead.unwrap_or(0));
+            if let Some(node) = node {
+                self.at = start + ahead.at;
+                let raw = Raw::checked(&self.text[start..self.at]);
+                // (Checked for the outermost only: the check reads the
+                // value again, reading ahead and checking what it holds.)
+                debug_assert!(
+                    !first
+                        || crate::detect::node::parse_node(raw).is_ok_and(|parsed| format!(
+                            "{parsed:?}"
+                        ) == format!(
+                            "{node:?}"
+                        )),
+                    "a container read ahead is read as its raw value reads: {}",
+                    raw.get()
+                );
+                obj.read_ahead = ReadAhead::new(raw, node);
+                return Some(Value::Raw(raw));
+            }
+            self.ahead = Some(0);
+        }
+        self.value(TAKES[field as usize])
+    }
+
+    /// The view of the object being read, made at its first key of the
+    /// table: read ahead, its bytes count against the allowance.
+    fn view<'v>(&mut self, made: &'v mut Option<Box<Obj<'a>>>) -> Option<&'v mut Obj<'a>> {
+        if made.is_none() {
+            self.spend(std::mem::size_of::<Obj<'_>>())?;
+        }
+        Some(made.get_or_insert_with(Box::default))
+    }
+
+    /// Spend `bytes` of the allowance for reading ahead, when reading
+    /// ahead; `None` when it is spent.
+    fn spend(&mut self, bytes: usize) -> Option<()> {
+        if let Some(left) = &mut self.ahead {
+            *left = left.checked_sub(bytes)?;
+        }
+        Some(())
     }
 
     /// A known key's value, as its field takes it.
@@ -435,23 +603,35 @@ impl<'a> Scan<'a> {
         if self.peek()? != b'"' {
             return None;
         }
-        self.at += 1;
-        let start = self.at;
-        let mut escaped = false;
+        let start = self.at + 1;
+        let end = start + special(self.bytes.get(start..)?)?;
+        if self.bytes[end] != b'"' {
+            return self.escaped_string(start, end);
+        }
+        // Both ends are quotes: the slice is on character boundaries.
+        let text = self.text.get(start..end)?;
+        self.at = end + 1;
+        Some((text, false))
+    }
+
+    /// The rest of [`string`](Self::string) from `at`, the first special
+    /// byte of the string starting at `start` that is not its closing
+    /// quote: out of line, so that plain strings (most keys and values)
+    /// take the short path above.
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize, at: usize) -> Option<(&'a str, bool)> {
+        self.at = at;
         loop {
-            self.at += special(&self.bytes[self.at..])?;
             match self.bytes[self.at] {
                 b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    self.escape()?;
-                }
+                b'\\' => self.escape()?,
                 _ => return None,
             }
+            self.at += special(&self.bytes[self.at..])?;
         }
         let text = self.text.get(start..self.at)?;
         self.at += 1;
-        Some((text, escaped))
+        Some((text, true))
     }
 
     /// A string at the cursor, as written and, when it holds escapes,
@@ -744,6 +924,98 @@ mod tests {
             taken > documents,
             "the fast path took {taken} of {documents}"
         );
+    }
+
+    /// One look says what a key is, as the table, the rare keys and
+    /// [`variant_of`] each say it: for every key toolgate reads, each in
+    /// other cases, with `ſ` or `K` for `s` or `k`, cut short and made
+    /// longer, and for keys it does not read. (A key with a NUL is
+    /// written escaped, which the fast reader leaves to the reference.)
+    #[test]
+    fn a_key_is_looked_up_as_each_table_says() {
+        use super::{field, look_up, Key, KEYS};
+        use crate::detect::node::{spelled, variant_of};
+        use crate::detect::positions::{rare_row, RARE, STREAM_KEYS};
+        let known: Vec<&str> = KEYS
+            .iter()
+            .chain(RARE)
+            .chain(STREAM_KEYS)
+            .copied()
+            .collect();
+        for (i, a) in known.iter().enumerate() {
+            for b in &known[i + 1..] {
+                assert!(
+                    !a.eq_ignore_ascii_case(b),
+                    "{a} and {b} differ only in case"
+                );
+            }
+        }
+        let mut keys: Vec<String> = vec![String::new(), "x".into(), "usage".into(), "é".into()];
+        for key in &known {
+            keys.extend([
+                (*key).to_owned(),
+                key.to_uppercase(),
+                key.to_lowercase(),
+                key.replace('s', "\u{17f}").replace('k', "\u{212a}"),
+                key[1..].to_owned(),
+                format!("{key}s"),
+                format!("_{key}"),
+            ]);
+        }
+        for key in keys {
+            let expected = if let Some(field) = field(&key) {
+                Key::Field(field)
+            } else if let Some(row) = rare_row(&key) {
+                Key::Rare(row)
+            } else if variant_of(&key).is_some()
+                || spelled(key.as_bytes()).is_some_and(|known| known != key)
+            {
+                Key::Variant
+            } else {
+                Key::Other
+            };
+            assert_eq!(look_up(&key), expected, "{key:?}");
+        }
+    }
+
+    /// A container kept raw is read ahead into the node its readers
+    /// would parse (a debug assertion in `Scan::container` checks it on
+    /// every document of the tests), unless a tool result holds it; past
+    /// the document's allowance it is skipped and parsed when read.
+    #[test]
+    fn containers_kept_raw_are_read_ahead_within_an_allowance() {
+        use super::{document, Node, READ_AHEAD};
+        let read_ahead = |text: &str| {
+            let Some(Node::Object(root)) = document(text, 128) else {
+                panic!("{text}");
+            };
+            let raw = root.content.expect("content");
+            root.read_ahead.node(raw).is_some()
+        };
+        let block = r#"{"type":"tool_use","id":"t","name":"f","input":{"q":[1]}}"#;
+        let answer = format!(r#"{{"type":"message","role":"assistant","content":[{block}]}}"#);
+        assert!(read_ahead(&answer));
+        assert!(read_ahead(&format!(
+            r#"{{"role":"assistant","content":{block}}}"#
+        )));
+        for result in [
+            r#"{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"x"}]}"#,
+            r#"{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}]}"#,
+        ] {
+            assert!(!read_ahead(result), "{result}");
+        }
+        let views = READ_AHEAD / std::mem::size_of::<super::Obj<'_>>() + 1;
+        let many = format!(
+            r#"{{"role":"assistant","content":[{}]}}"#,
+            vec![block; views].join(",")
+        );
+        assert!(!read_ahead(&many));
+        assert_eq!(agrees(&many, 128), Ok(true));
+        let fewer = format!(
+            r#"{{"role":"assistant","content":[{}]}}"#,
+            vec![block; views / 2].join(",")
+        );
+        assert!(read_ahead(&fewer));
     }
 
     #[test]

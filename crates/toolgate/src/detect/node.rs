@@ -109,6 +109,45 @@ impl std::fmt::Debug for ReadInPassing {
     }
 }
 
+/// A container of an object kept raw (an Anthropic message's `content`, a
+/// Responses `output`) that the fast reader read ahead into its node, as
+/// [`parse_node`] reads the raw value: its readers read that node rather
+/// than parse the value again. Views compare equal whether or not one
+/// was: it is what the raw value says.
+#[derive(Default)]
+pub(crate) struct ReadAhead<'a>(Option<Box<(usize, usize, Node<'a>)>>);
+
+impl<'a> ReadAhead<'a> {
+    /// `node`, read from the raw value `raw`.
+    pub(crate) fn new(raw: Raw<'a>, node: Node<'a>) -> ReadAhead<'a> {
+        ReadAhead(Some(Box::new((where_is(raw), raw.get().len(), node))))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// The node of the raw value `raw`, if it is the one read ahead.
+    pub(crate) fn node(&self, raw: Raw<'a>) -> Option<&Node<'a>> {
+        self.0
+            .as_deref()
+            .filter(|(at, len, _)| *at == where_is(raw) && *len == raw.get().len())
+            .map(|(_, _, node)| node)
+    }
+}
+
+/// Where a raw value's text starts: two raw values of one document that
+/// start at the same place and are as long are the same value.
+fn where_is(raw: Raw<'_>) -> usize {
+    raw.get().as_ptr() as usize
+}
+
+impl std::fmt::Debug for ReadAhead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadAhead")
+    }
+}
+
 /// Any JSON value, read in one pass: objects as [`Obj`], arrays element by
 /// element, and the kind of anything else (which holds no call).
 #[derive(Debug)]
@@ -254,11 +293,11 @@ static BY_SIGNATURE: std::sync::LazyLock<Vec<Vec<&'static str>>> = std::sync::La
 });
 
 /// How many [`signature`]s there are.
-const SIGNATURES: usize = 1024;
+pub(crate) const SIGNATURES: usize = 1024;
 
 /// A non-empty key's signature: its first letter in lower case and its
 /// length, each within 32. Spellings of a key in another case share it.
-const fn signature(key: &[u8]) -> usize {
+pub(crate) const fn signature(key: &[u8]) -> usize {
     ((key[0] | 0x20) as usize & 31) * 32 + (key.len() & 31)
 }
 
@@ -351,6 +390,9 @@ pub(crate) struct Obj<'a> {
     /// them.
     #[serde(skip)]
     pub(crate) arguments_read: ReadInPassing,
+    /// A container kept raw that the fast reader read ahead.
+    #[serde(skip)]
+    pub(crate) read_ahead: ReadAhead<'a>,
     #[serde(borrow)]
     pub(crate) params: Option<Raw<'a>>,
     #[serde(borrow)]
@@ -376,10 +418,6 @@ pub(crate) struct Obj<'a> {
     /// Raw (read as text where used): an `Obj` stays under a kibibyte.
     #[serde(borrow)]
     pub(crate) toolUseId: Option<Raw<'a>>,
-    /// The `id` of the `mcp_approval_request` an `mcp_approval_response`
-    /// answers (raw: an `Obj` stays under a kibibyte).
-    #[serde(borrow)]
-    pub(crate) approval_request_id: Option<Raw<'a>>,
     /// An `mcp_approval_response`'s decision.
     pub(crate) approve: Option<Flag>,
     pub(crate) is_error: Option<bool>,

@@ -177,7 +177,8 @@ pub(crate) const WRAPPERS: &[Container] = &[
 /// Every rare key an object keeps in its short list, by row: the
 /// [`WRAPPERS`] first, then a hosted call's own arguments (an
 /// `apply_patch_call`'s `operation`, a `file_search_call`'s `queries`, a
-/// `code_interpreter_call`'s `code`).
+/// `code_interpreter_call`'s `code`), then the `id` of the
+/// `mcp_approval_request` an `mcp_approval_response` answers.
 pub(crate) const RARE: &[&str] = &[
     "body",
     "generations",
@@ -195,6 +196,7 @@ pub(crate) const RARE: &[&str] = &[
     "operation",
     "queries",
     "code",
+    "approval_request_id",
 ];
 
 const fn wrapper(key: &'static str, holds: Holds, format: Format, repeats: bool) -> Container {
@@ -255,6 +257,7 @@ pub(crate) fn rare_row(key: &str) -> Option<u8> {
         "operation" => 13,
         "queries" => 14,
         "code" => 15,
+        "approval_request_id" => 16,
         _ => return None,
     })
 }

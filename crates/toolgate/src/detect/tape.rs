@@ -142,6 +142,7 @@ impl Tape {
     /// document has left. The tape and the bytes the object takes; `None`
     /// when [`read`](Self::read) gives up on the object's text or the
     /// document's nesting bound would be passed.
+    #[inline(never)] // (a stage of its own in bench/callgrind_split.py)
     pub(crate) fn read_object(text: &str, max_depth: usize, room: usize) -> Option<(Tape, usize)> {
         let mut read = Read::new(text, max_depth)?;
         read.depth_left = read.depth_left.min(room);
@@ -162,6 +163,7 @@ impl Tape {
     /// standing for a quote, a backslash or a control character of the
     /// text (the string is then decoded and its text read, which says
     /// exactly what is wrong).
+    #[inline(never)] // (a stage of its own in bench/callgrind_split.py)
     pub(crate) fn read_quoted(text: &str, max_depth: usize) -> Option<(Tape, usize)> {
         if !text.starts_with('"') {
             return None;
