@@ -185,6 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<bool> {
                 as_written: false,
                 declared: None,
                 phase,
+                passing: toolgate::Passing::Whole,
             };
             let verdict = policy.check_with(&body, options);
             let mut stdout = std::io::stdout().lock();

@@ -61,7 +61,10 @@ impl Batch {
                 return;
             }
             let line = self.first + at as u64;
-            match evaluator.line(line, &self.data[start..end]) {
+            // A passing verdict is built whole only for a sink that
+            // writes it.
+            let whole = sinks.out || sinks.junit;
+            match evaluator.line_with(line, &self.data[start..end], whole) {
                 Outcome::Blank => {}
                 Outcome::Verdict(verdict, label) => {
                     let label = label.as_deref();

@@ -26,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate::policy::Expectations;
-use toolgate::{detect_to_judge, CheckOptions, Policy, Verdict};
+use toolgate::{detect_to_judge, CheckOptions, Passing, Policy, Verdict};
 
 use crate::summary::BadLine;
 
@@ -123,6 +123,13 @@ impl Evaluator {
     /// Check one line (1-based `line`).
     #[must_use]
     pub fn line(&self, line: u64, text: &[u8]) -> Outcome {
+        self.line_with(line, text, true)
+    }
+
+    /// [`line`](Self::line), with a passing verdict built whole or only
+    /// as far as a tally reads it ([`CheckOptions::lean`]).
+    #[must_use]
+    pub fn line_with(&self, line: u64, text: &[u8], whole: bool) -> Outcome {
         let trimmed = text.trim_ascii();
         if trimmed.is_empty() {
             return Outcome::Blank;
@@ -135,6 +142,11 @@ impl Evaluator {
             as_written: false,
             declared: None,
             phase: self.options.phase,
+            passing: if whole {
+                Passing::Whole
+            } else {
+                Passing::Tallied
+            },
         };
         // Only a line naming `"output"` can be a row.
         if self.output_key.find(trimmed).is_some() {

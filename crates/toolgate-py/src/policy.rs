@@ -10,7 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use serde_json::{Map, Value};
-use toolgate::{Caller, CheckOptions, Phase};
+use toolgate::{Caller, CheckOptions, Passing, Phase};
 
 use crate::convert::{self, payload_bytes, to_json, write_json};
 use crate::direct;
@@ -144,21 +144,23 @@ impl Options {
     /// `policy`'s verdict on `bytes`, the GIL released.
     fn check(&self, py: Python<'_>, policy: &toolgate::Policy, bytes: &[u8]) -> toolgate::Verdict {
         let declared = self.tools.as_ref().map(Py::get);
-        py.detach(|| policy.check_with(bytes, self.check_options(declared)))
+        py.detach(|| policy.check_with(bytes, self.check_options(declared, false)))
     }
 
     /// LangChain's calls checked: read straight from their dicts when they
     /// are of the plain shape, else from their JSON text. The verdict tells
-    /// which calls `normalize` cleaned.
+    /// which calls `normalize` cleaned; a passing one is built only as far
+    /// as a tally reads it when `lean` ([`Passing::Tallied`]).
     fn check_calls(
         &self,
         py: Python<'_>,
         policy: &toolgate::Policy,
         calls: &Bound<'_, PyList>,
         invalid_tool_calls: Option<&Bound<'_, PyAny>>,
+        lean: bool,
     ) -> PyResult<Verdict> {
         let declared = self.tools.as_ref().map(Py::get);
-        let options = self.check_options(declared);
+        let options = self.check_options(declared, lean);
         let invalid = invalid_list(invalid_tool_calls);
         let cleaning = policy.normalize().is_active();
         if let Some(read) = direct::read_calls(calls, invalid.as_ref(), policy.limits(), false) {
@@ -207,7 +209,11 @@ impl Options {
         Ok(Verdict { inner, cleaned })
     }
 
-    fn check_options<'a>(&'a self, declared: Option<&'a DeclaredTools>) -> CheckOptions<'a> {
+    fn check_options<'a>(
+        &'a self,
+        declared: Option<&'a DeclaredTools>,
+        lean: bool,
+    ) -> CheckOptions<'a> {
         CheckOptions {
             results: self.results,
             require_calls: self.require_calls,
@@ -216,6 +222,11 @@ impl Options {
             as_written: false,
             declared: declared.map(|d| &d.tools),
             phase: self.phase,
+            passing: if lean {
+                Passing::Tallied
+            } else {
+                Passing::Whole
+            },
         }
     }
 }
@@ -369,7 +380,7 @@ impl Policy {
     ) -> PyResult<Verdict> {
         let options = Options::read(self, results, phase, caller, require_calls, tools)?;
         let calls = calls_list(tool_calls)?;
-        options.check_calls(py, &self.inner, &calls, invalid_tool_calls)
+        options.check_calls(py, &self.inner, &calls, invalid_tool_calls, false)
     }
 
     /// Whether LangChain's calls read straight from their dicts are the
@@ -427,7 +438,7 @@ impl Policy {
             .map(|payload| payload_bytes(&payload?))
             .collect::<PyResult<Vec<_>>>()?;
         let declared = options.tools.as_ref().map(Py::get);
-        let check = options.check_options(declared);
+        let check = options.check_options(declared, false);
         let verdicts =
             py.detach(|| map_all_cores(&bodies, |body| self.inner.check_with(body, check)));
         Ok(verdicts.into_iter().map(Verdict::new).collect())
@@ -603,9 +614,10 @@ impl Gate {
         invalid_tool_calls: Option<&Bound<'_, PyAny>>,
         always: bool,
     ) -> PyResult<Option<Verdict>> {
-        let verdict = self
-            .options
-            .check_calls(py, &self.policy, tool_calls, invalid_tool_calls)?;
+        // A passing verdict is dropped unless `always`.
+        let verdict =
+            self.options
+                .check_calls(py, &self.policy, tool_calls, invalid_tool_calls, !always)?;
         for &index in &verdict.cleaned {
             if let Some(toolgate::Arguments::Object(clean)) =
                 verdict.inner.calls.get(index).map(|c| &c.arguments)

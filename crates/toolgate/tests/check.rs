@@ -323,3 +323,38 @@ fn the_argument_authorization_example_refuses_an_external_recipient() {
         external.reasoning
     );
 }
+
+/// A verdict built for a tally is the whole verdict, less a passing one's
+/// `reasoning`, `actual_tools` and `expected_tools`: a failing one is
+/// whole.
+#[test]
+fn a_tallied_verdict_is_the_whole_less_what_a_tally_never_reads() {
+    let policy =
+        Policy::from_text("forbidden: [drop_table]\nexpected: [get_weather]\n", None).unwrap();
+    let payloads: [&[u8]; 4] = [
+        br#"[{"name": "get_weather", "arguments": {"city": "Paris"}}]"#,
+        br#"[{"name": "get_weather", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "Oslo"}}]"#,
+        br#"[{"name": "drop_table", "arguments": {}}]"#,
+        br#"{"role": "assistant", "content": "no calls"}"#,
+    ];
+    let mut passed = 0;
+    for payload in payloads {
+        let whole = policy.check_with(payload, CheckOptions::default());
+        let tallied = policy.check_with(
+            payload,
+            CheckOptions {
+                passing: toolgate::Passing::Tallied,
+                ..CheckOptions::default()
+            },
+        );
+        let mut expected = whole.clone();
+        if whole.passed {
+            passed += 1;
+            expected.reasoning.clear();
+            expected.actual_tools.clear();
+            expected.expected_tools.clear();
+        }
+        assert_eq!(tallied, expected, "{}", String::from_utf8_lossy(payload));
+    }
+    assert!(passed >= 2 && passed < payloads.len());
+}

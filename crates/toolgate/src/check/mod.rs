@@ -54,6 +54,21 @@ pub struct CheckOptions<'a> {
     /// What to judge: the calls the model just made, what an application
     /// sends back, or everything (the default).
     pub phase: Phase,
+    /// How much of a passing verdict to build (a failing one is whole).
+    pub passing: Passing,
+}
+
+/// How much of a passing verdict a check builds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Passing {
+    /// All of it.
+    #[default]
+    Whole,
+    /// Only what a tally reads: its `reasoning`, `actual_tools` and
+    /// `expected_tools` are left empty. For callers that count verdicts
+    /// and show no passing one (`eval` without `--out` or `--junit`, a
+    /// middleware that drops a passing verdict).
+    Tallied,
 }
 
 /// Counts calls against the policy's rate limits across checks (the
@@ -259,6 +274,7 @@ impl Policy {
             failures,
             score,
             payload_failed,
+            options.passing,
         )
     }
 
@@ -334,6 +350,7 @@ fn finish(
     expectation_failures: Vec<String>,
     score: Ratio,
     payload_failed: bool,
+    passing: Passing,
 ) -> Verdict {
     // Failure lines: each violation's message, except the expectations',
     // which have their own (grouped) wording.
@@ -345,7 +362,10 @@ fn finish(
     failures.extend(expectation_failures);
     let passed = violations.is_empty();
     let score = if payload_failed { 0.0 } else { score.rounded() };
-    let reasoning = if passed {
+    let whole = !(passed && passing == Passing::Tallied);
+    let reasoning = if !whole {
+        String::new()
+    } else if passed {
         match calls.len() {
             0 => "no tool calls; none required".to_owned(),
             1 => "1 tool call, valid; every expectation met".to_owned(),
@@ -359,8 +379,16 @@ fn finish(
         label: if passed { Label::Pass } else { Label::Fail },
         score,
         reasoning,
-        actual_tools: calls.iter().map(|c| c.name.clone()).collect(),
-        expected_tools: expect.expected.clone(),
+        actual_tools: if whole {
+            calls.iter().map(|c| c.name.clone()).collect()
+        } else {
+            Vec::new()
+        },
+        expected_tools: if whole {
+            expect.expected.clone()
+        } else {
+            Vec::new()
+        },
         calls,
         violations,
         failures,
