@@ -25,7 +25,7 @@ pub(crate) enum ArgSource<'a> {
     Inline(Raw<'a>),
     /// Arguments (`raw`: an object, or a string holding one's JSON text)
     /// read onto their tape in passing.
-    Tape(Box<Tape>, Raw<'a>),
+    Tape(Tape, Raw<'a>),
     /// No arguments key at all: `{}`.
     Absent,
     /// The freeform input of a custom tool.
@@ -460,7 +460,7 @@ impl<'l> Collector<'l> {
                     RawArguments::Kept => crate::detect::node::unquote(raw.get())
                         .map_or_else(|| raw.get().to_owned(), Cow::into_owned),
                 };
-                (Arguments::Object(ObjectArguments::from_tape(*tape)), text)
+                (Arguments::Object(ObjectArguments::from_tape(tape)), text)
             }
             ArgSource::Tape(_, raw) => self.arguments(kind, ArgSource::Inline(raw)),
             ArgSource::Inline(raw) => {

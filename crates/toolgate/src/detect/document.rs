@@ -767,7 +767,7 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
                 out.result(Format::VercelAi, call_id, name, o.output, false);
             }
             Some("output-error") => {
-                out.result(Format::VercelAi, call_id, name, o.errorText, true);
+                out.result(Format::VercelAi, call_id, name, o.rare("errorText"), true);
             }
             Some("output-denied") => out.result_value(
                 Format::VercelAi,
@@ -950,7 +950,7 @@ fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
         Format::Anthropic => {
             // An MCP sampling message's block (2025-11-25) spells the
             // keys `toolUseId` and `isError`.
-            let tool_use_id = text(o.toolUseId);
+            let tool_use_id = text(o.rare("toolUseId"));
             let Ok(id) = one_id(
                 ("tool_use_id", &o.tool_use_id),
                 ("toolUseId", &tool_use_id),
@@ -1122,7 +1122,7 @@ fn one<'a>(
                 Some("server_tool_use") => CallKind::Hosted,
                 _ => CallKind::Function,
             };
-            let id = text(inner.toolUseId);
+            let id = text(inner.rare("toolUseId"));
             named(inner, key, Format::Bedrock, kind, id.as_ref(), readings);
         }
         Single::Custom => {
@@ -1165,7 +1165,7 @@ fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
     } else {
         out.result(
             Format::Bedrock,
-            text(inner.toolUseId).as_deref(),
+            text(inner.rare("toolUseId")).as_deref(),
             None,
             inner.content,
             is(inner.status, "error"),

@@ -61,8 +61,8 @@ pub(crate) struct ReadInPassing(Cell<Option<ReadArguments>>);
 pub(crate) enum ReadArguments {
     /// The arguments of a key (its row of
     /// [`ARGUMENT_KEYS`](crate::detect::positions::ARGUMENT_KEYS)), read
-    /// onto a tape (boxed: an `Obj` stays within a kibibyte).
-    Tape(u8, Box<Tape>),
+    /// onto a tape.
+    Tape(u8, Tape),
     /// An `arguments` string's text, escapes decoded (the tape's reader
     /// gave up).
     Text(Box<str>),
@@ -74,7 +74,7 @@ impl ReadArguments {
         let row = crate::detect::positions::ARGUMENT_KEYS
             .iter()
             .position(|known| *known == key)?;
-        Some(ReadArguments::Tape(u8::try_from(row).ok()?, Box::new(tape)))
+        Some(ReadArguments::Tape(u8::try_from(row).ok()?, tape))
     }
 
     fn key(&self) -> Option<&'static str> {
@@ -403,8 +403,6 @@ pub(crate) struct Obj<'a> {
     pub(crate) action: Option<Raw<'a>>,
     #[serde(borrow)]
     pub(crate) error: Option<Raw<'a>>,
-    #[serde(borrow)]
-    pub(crate) errorText: Option<Raw<'a>>,
 
     // Ids and status.
     #[serde(borrow)]
@@ -415,9 +413,6 @@ pub(crate) struct Obj<'a> {
     pub(crate) tool_use_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) toolCallId: Option<Cow<'a, str>>,
-    /// Raw (read as text where used): an `Obj` stays under a kibibyte.
-    #[serde(borrow)]
-    pub(crate) toolUseId: Option<Raw<'a>>,
     /// An `mcp_approval_response`'s decision.
     pub(crate) approve: Option<Flag>,
     pub(crate) is_error: Option<bool>,

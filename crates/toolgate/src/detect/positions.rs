@@ -178,7 +178,8 @@ pub(crate) const WRAPPERS: &[Container] = &[
 /// [`WRAPPERS`] first, then a hosted call's own arguments (an
 /// `apply_patch_call`'s `operation`, a `file_search_call`'s `queries`, a
 /// `code_interpreter_call`'s `code`), then the `id` of the
-/// `mcp_approval_request` an `mcp_approval_response` answers.
+/// `mcp_approval_request` an `mcp_approval_response` answers, a Vercel
+/// error part's `errorText` and a Bedrock `toolUseId`.
 pub(crate) const RARE: &[&str] = &[
     "body",
     "generations",
@@ -197,6 +198,8 @@ pub(crate) const RARE: &[&str] = &[
     "queries",
     "code",
     "approval_request_id",
+    "errorText",
+    "toolUseId",
 ];
 
 const fn wrapper(key: &'static str, holds: Holds, format: Format, repeats: bool) -> Container {
@@ -258,6 +261,8 @@ pub(crate) fn rare_row(key: &str) -> Option<u8> {
         "queries" => 14,
         "code" => 15,
         "approval_request_id" => 16,
+        "errorText" => 17,
+        "toolUseId" => 18,
         _ => return None,
     })
 }
