@@ -400,30 +400,57 @@ fn finish(
 /// turn), never within one. A plain scan for the few calls a payload
 /// usually holds; a table past that.
 fn reused_ids(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
-    fn id(call: &ToolCall) -> Option<(usize, &str)> {
-        call.id
-            .as_deref()
-            .filter(|id| !id.is_empty())
-            .map(|id| (call.turn, id))
-    }
     if calls.len() <= 32 {
-        return calls
-            .iter()
-            .enumerate()
-            .map(|(at, call)| {
-                let mine = id(call)?;
-                calls[..at]
-                    .iter()
-                    .find(|earlier| id(earlier) == Some(mine))
-                    .map(|earlier| earlier.index)
-            })
-            .collect();
+        reused_ids_scanned(calls)
+    } else {
+        reused_ids_tabled(calls)
     }
+}
+
+/// A call's id and turn, when it has an id.
+fn call_id(call: &ToolCall) -> Option<(usize, &str)> {
+    call.id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .map(|id| (call.turn, id))
+}
+
+/// [`reused_ids`] by comparing each call with the earlier ones: their
+/// last eight bytes and length first (ids of one payload, `call_` and a
+/// random tail, mostly differ there), whole when those match.
+fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
+    fn tail(id: &str) -> u64 {
+        let bytes = id.as_bytes();
+        let mut last = [0_u8; 8];
+        let from = bytes.len().saturating_sub(8);
+        last[..bytes.len() - from].copy_from_slice(&bytes[from..]);
+        u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56)
+    }
+    /// A call's turn, its id's tail and its id.
+    type Id<'c> = Option<(usize, u64, &'c str)>;
+    let ids: SmallVec<[Id<'_>; 8]> = calls
+        .iter()
+        .map(|call| call_id(call).map(|(turn, id)| (turn, tail(id), id)))
+        .collect();
+    ids.iter()
+        .enumerate()
+        .map(|(at, mine)| {
+            let mine = (*mine)?;
+            ids[..at]
+                .iter()
+                .position(|earlier| *earlier == Some(mine))
+                .map(|earlier| calls[earlier].index)
+        })
+        .collect()
+}
+
+/// [`reused_ids`] through a table of first calls by id.
+fn reused_ids_tabled(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
     let mut first: FxHashMap<(usize, &str), usize> = FxHashMap::default();
     calls
         .iter()
         .map(|call| {
-            let mine = id(call)?;
+            let mine = call_id(call)?;
             match first.entry(mine) {
                 std::collections::hash_map::Entry::Occupied(seen) => Some(*seen.get()),
                 std::collections::hash_map::Entry::Vacant(slot) => {
@@ -455,8 +482,32 @@ fn is_expectation(code: ViolationCode) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::reused_ids;
+    use super::{reused_ids, reused_ids_scanned, reused_ids_tabled};
     use crate::detect;
+
+    proptest::proptest! {
+        /// Comparing ids' tails first finds the calls a table finds:
+        /// ids of one to twenty bytes, many sharing a prefix or a tail,
+        /// over two turns.
+        #[test]
+        fn reused_ids_scanned_are_those_a_table_finds(
+            ids in proptest::collection::vec(("(call_)?[ab]{0,3}(xyzxyzxy)?[ab]{0,2}", 0..2_usize), 0..20),
+        ) {
+            let turns: Vec<String> = [0, 1]
+                .iter()
+                .map(|turn| {
+                    let calls: Vec<String> = ids
+                        .iter()
+                        .filter(|(_, t)| t == turn)
+                        .map(|(id, _)| format!(r#"{{"id":"{id}","type":"function","function":{{"name":"t","arguments":"{{}}"}}}}"#))
+                        .collect();
+                    format!(r#"{{"role":"assistant","tool_calls":[{}]}}"#, calls.join(","))
+                })
+                .collect();
+            let found = detect(format!("[{}]", turns.join(",")).as_bytes());
+            proptest::prop_assert_eq!(reused_ids_scanned(&found.calls), reused_ids_tabled(&found.calls));
+        }
+    }
 
     #[test]
     fn reused_ids_with_few_and_many_calls() {
