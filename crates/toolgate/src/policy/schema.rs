@@ -3,6 +3,7 @@
 //! violation uses: they name the argument and the rule, never the value.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
@@ -14,9 +15,16 @@ use crate::verdict::pointer;
 /// One compiled schema for a tool's arguments.
 #[derive(Debug)]
 pub struct ArgumentSchema {
-    validator: Validator,
-    /// The same schema, for arguments on a tape.
+    /// For arguments on a tape, where every call is checked first.
     on_tape: Validator<TapeJson>,
+    /// The same schema for `serde_json` values (a failing call's details,
+    /// arguments built or changed as an object), compiled the first time
+    /// it is needed: half of a policy's load when it is never needed. The
+    /// schema compiled for the tape, with the same options, so it compiles
+    /// here too; should it not, every value fails.
+    validator: OnceLock<Result<Validator, String>>,
+    schema: Value,
+    validate_formats: bool,
 }
 
 /// A schema failure, in the documented terms.
@@ -42,15 +50,29 @@ impl ArgumentSchema {
                 crate::detect::args::json_type(schema)
             ));
         }
-        let validator = jsonschema::options()
-            .should_validate_formats(validate_formats)
-            .build(schema)
-            .map_err(|err| describe_schema_error(&err))?;
         let on_tape = jsonschema::options_for::<TapeJson>()
             .should_validate_formats(validate_formats)
             .build(schema)
             .map_err(|err| describe_schema_error(&err))?;
-        Ok(ArgumentSchema { validator, on_tape })
+        Ok(ArgumentSchema {
+            on_tape,
+            validator: OnceLock::new(),
+            schema: schema.clone(),
+            validate_formats,
+        })
+    }
+
+    /// The schema compiled for `serde_json` values.
+    fn validator(&self) -> Result<&Validator, &str> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::options()
+                    .should_validate_formats(self.validate_formats)
+                    .build(&self.schema)
+                    .map_err(|err| describe_schema_error(&err))
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// For the tests: read arguments `text` onto a tape and check them
@@ -69,17 +91,24 @@ impl ArgumentSchema {
     /// The fast path: no detail, no allocation when valid.
     #[must_use]
     pub fn passes(&self, arguments: &Value) -> bool {
-        self.validator.is_valid(arguments)
+        self.validator()
+            .is_ok_and(|validator| validator.is_valid(arguments))
     }
 
     /// Every failure (up to a bound), each with a JSON Pointer.
     #[must_use]
     pub fn failures(&self, arguments: &Value) -> Vec<SchemaFailure> {
-        self.validator
-            .iter_errors(arguments)
-            .take(MAX_FAILURES)
-            .map(|err| failure(&err))
-            .collect()
+        match self.validator() {
+            Ok(validator) => validator
+                .iter_errors(arguments)
+                .take(MAX_FAILURES)
+                .map(|err| failure(&err))
+                .collect(),
+            Err(why) => vec![SchemaFailure {
+                path: String::new(),
+                message: format!("the arguments cannot be checked: the schema is {why}"),
+            }],
+        }
     }
 
     /// Validate an arguments object in place: it is lent to the validator as
