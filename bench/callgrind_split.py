@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Where the check of one payload spends its instructions, per workload
 shape, toolgate beside the naive pipeline: from callgrind runs of
-examples/check_workload over each shape's workload with 0 rounds (loading
-only) and with 1 (loading and one check of every payload), whose
-difference is the check alone. bench/profile_check.sh makes the runs.
+examples/check_workload over each shape's workload with 1 round (loading
+and one check of every payload, which compiles what is compiled on first
+use) and with 2 (one check more), whose difference is the check alone in
+its steady state. bench/profile_check.sh makes the runs.
 
 usage: callgrind_split.py DIR SHAPE...
-DIR holds <shape>/stats.json and <shape>.<toolgate|naive>.<0|1>.cg.
+DIR holds <shape>/stats.json and <shape>.<toolgate|naive>.<0|1>.cg (one
+round, and one more).
 
 toolgate's columns are inclusive costs of its stages (a stage whose
 function is renamed or inlined shows as 0):

@@ -106,7 +106,7 @@ impl Scratch {
             self.keys.clear();
             // The text is kept at its length: it is written over, never
             // filled again.
-            SCRATCH.set(self);
+            SCRATCH.with_borrow_mut(|scratch| *scratch = self);
         }
         tape
     }
