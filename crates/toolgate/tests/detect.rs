@@ -189,6 +189,22 @@ fn tool_results_of_every_format() {
     assert!(found.calls.is_empty());
 }
 
+/// A result's content given as `null` is no content, in every format: a
+/// Vercel part's `errorText` as its `output`.
+#[test]
+fn null_result_content_is_no_content() {
+    let payload = json!([
+        {"type": "tool-f", "toolCallId": "a", "state": "output-available", "output": null},
+        {"type": "tool-f", "toolCallId": "b", "state": "output-error", "errorText": null},
+        {"type": "tool-f", "toolCallId": "c", "state": "output-error", "errorText": "boom"}
+    ]);
+    let found = detect(&bytes(&payload));
+    let contents: Vec<_> = found.results.iter().map(|r| r.content.clone()).collect();
+    assert_eq!(contents, [None, None, Some(json!("boom"))]);
+    let errors: Vec<_> = found.results.iter().map(|r| r.is_error).collect();
+    assert_eq!(errors, [false, true, true]);
+}
+
 #[test]
 fn text_that_looks_like_a_call_is_not_a_call() {
     let payload = json!({"choices": [{"message": {"role": "assistant",
