@@ -189,6 +189,55 @@ fn tool_results_of_every_format() {
     assert!(found.calls.is_empty());
 }
 
+/// Arguments given as a JSON string nest within `max_depth` wherever the
+/// call sits: in a Responses `output` (a container read on its own) as in
+/// a Chat message, and whether or not the payload takes the fast path (a
+/// key written with an escape sends it the reference way).
+#[test]
+fn arguments_strings_in_containers_nest_within_max_depth() {
+    let limits = Limits {
+        max_depth: 6,
+        ..Limits::default()
+    };
+    for levels in 1..8 {
+        let arguments = format!("{}1{}", r#"{"a":"#.repeat(levels), "}".repeat(levels));
+        for first in ["", r#""\u0078":1,"#] {
+            let payload = format!(
+                r#"{{{first}"object":"response","output":[{{"type":"function_call","call_id":"c","name":"f","arguments":{}}}]}}"#,
+                serde_json::to_string(&arguments).expect("a string")
+            );
+            let found = detect_with(payload.as_bytes(), &limits);
+            assert_eq!(found.calls.len(), 1, "{payload}");
+            let too_deep = matches!(
+                &found.calls[0].arguments,
+                Arguments::Invalid(err) if err.reason == ArgumentErrorReason::TooDeep
+            );
+            assert_eq!(
+                too_deep,
+                levels > 6,
+                "{payload}: {:?}",
+                found.calls[0].arguments
+            );
+        }
+    }
+}
+
+/// A result's content given as `null` is no content, in every format: a
+/// Vercel part's `errorText` as its `output`.
+#[test]
+fn null_result_content_is_no_content() {
+    let payload = json!([
+        {"type": "tool-f", "toolCallId": "a", "state": "output-available", "output": null},
+        {"type": "tool-f", "toolCallId": "b", "state": "output-error", "errorText": null},
+        {"type": "tool-f", "toolCallId": "c", "state": "output-error", "errorText": "boom"}
+    ]);
+    let found = detect(&bytes(&payload));
+    let contents: Vec<_> = found.results.iter().map(|r| r.content.clone()).collect();
+    assert_eq!(contents, [None, None, Some(json!("boom"))]);
+    let errors: Vec<_> = found.results.iter().map(|r| r.is_error).collect();
+    assert_eq!(errors, [false, true, true]);
+}
+
 #[test]
 fn text_that_looks_like_a_call_is_not_a_call() {
     let payload = json!({"choices": [{"message": {"role": "assistant",

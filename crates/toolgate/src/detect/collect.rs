@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::detect::args::parse_arguments;
-use crate::detect::limits::{Limits, MAX_ENVELOPE_DEPTH};
+use crate::detect::limits::{Limits, HARD_MAX_DEPTH, MAX_ENVELOPE_DEPTH};
 use crate::detect::node::Raw;
 use crate::detect::tape::Tape;
 use crate::detect::{Detection, ToolDeclarations};
@@ -450,10 +450,14 @@ impl<'l> Collector<'l> {
             }
             ArgSource::Invalid(err, raw) => (Arguments::Invalid(err), raw),
             // A string's text is no longer than the string less its
-            // quotes: within the bound when that is.
+            // quotes: within the bound when that is. A tape read where the
+            // payload's nesting bound was not known (a container parsed on
+            // its own) is taken within that bound only, as one read with it.
             ArgSource::Tape(tape, raw)
                 if raw.get().len() - 2 * usize::from(raw.get().starts_with('"'))
-                    <= self.limits.max_argument_bytes =>
+                    <= self.limits.max_argument_bytes
+                    && (self.limits.max_depth >= HARD_MAX_DEPTH
+                        || tape.depth() + 2 <= self.limits.max_depth) =>
             {
                 let text = match self.raw_arguments {
                     RawArguments::Unwanted => String::new(),

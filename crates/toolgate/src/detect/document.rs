@@ -767,7 +767,9 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
                 out.result(Format::VercelAi, call_id, name, o.output, false);
             }
             Some("output-error") => {
-                out.result(Format::VercelAi, call_id, name, o.rare("errorText"), true);
+                // (A rare key keeps a `null` as given: it is no content.)
+                let error = o.rare("errorText").filter(|raw| raw.get() != "null");
+                out.result(Format::VercelAi, call_id, name, error, true);
             }
             Some("output-denied") => out.result_value(
                 Format::VercelAi,

@@ -31,6 +31,7 @@ pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
         max_depth,
         envelope: 0,
         ahead: None,
+        refused: false,
     };
     let node = scan.node()?;
     scan.at_end().then_some(node)
@@ -46,6 +47,9 @@ struct Scan<'a> {
     /// Reading a container kept raw ahead of its reading: the bytes of
     /// views and items it may still build ([`READ_AHEAD`] a document).
     ahead: Option<usize>,
+    /// A container's value failed to read for its syntax and depth alone
+    /// ([`Scan::container`]): the value around it, read again, fails too.
+    refused: bool,
 }
 
 /// The most a document's containers kept raw may take, in bytes of views
@@ -451,7 +455,9 @@ impl<'a> Scan<'a> {
     /// (within what is left of the document's bound) and an envelope of
     /// its own. When that reading gives up or the document's allowance
     /// for reading ahead ([`READ_AHEAD`]) runs out, the value is skipped
-    /// here, as it was before, and nothing more is read ahead.
+    /// here, as it was before, and nothing more is read ahead; when the
+    /// value fails to read for its syntax and depth alone, so does every
+    /// container around it, which is then not read again.
     ///
     /// [`parse_node`]: crate::detect::node::parse_node
     fn container(&mut self, field: Field, obj: &mut Obj<'a>) -> Option<Value<'a>> {
@@ -470,6 +476,7 @@ impl<'a> Scan<'a> {
                 max_depth: self.max_depth - self.depth,
                 envelope: 0,
                 ahead: Some(allowance),
+                refused: false,
             };
             let node = ahead.node();
             self.ahead = Some(ahead.ahead.unwrap_or(0));
@@ -491,9 +498,17 @@ impl<'a> Scan<'a> {
                 obj.read_ahead = ReadAhead::new(raw, node);
                 return Some(Value::Raw(raw));
             }
+            // What a container within failed to read for its syntax fails
+            // here too: not read again at each level around it.
+            if ahead.refused {
+                self.refused = true;
+                return None;
+            }
             self.ahead = Some(0);
         }
-        self.value(TAKES[field as usize])
+        let value = self.value(TAKES[field as usize]);
+        self.refused |= value.is_none();
+        value
     }
 
     /// The view of the object being read, made at its first key of the
@@ -570,6 +585,8 @@ impl<'a> Scan<'a> {
 
     /// Any value, read for its syntax and depth only.
     fn skip(&mut self) -> Option<()> {
+        #[cfg(test)]
+        SKIPPED.with(|skipped| skipped.set(skipped.get() + 1));
         self.space();
         match self.peek()? {
             b'{' => {
@@ -689,6 +706,12 @@ impl<'a> Scan<'a> {
             _ => None,
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many values [`Scan::skip`] was asked to read on this thread.
+    static SKIPPED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Where the first quote, backslash or control character of `bytes` is;
@@ -1025,6 +1048,30 @@ mod tests {
             vec![block; views / 2].join(",")
         );
         assert!(read_ahead(&fewer));
+    }
+
+    /// A document the fast reader refuses deep inside containers read
+    /// ahead one within another is read once to where it fails, not once
+    /// for each container around the failure: each container's value is
+    /// read for its syntax at most twice.
+    #[test]
+    fn containers_read_ahead_that_fail_are_not_read_again_for_each_level() {
+        use super::{document, SKIPPED};
+        let items = vec!["\"a\""; 1000].join(",");
+        for levels in [1usize, 10, 100] {
+            let text = format!(
+                "{}[{items}x]{}",
+                "{\"content\":".repeat(levels),
+                "}".repeat(levels)
+            );
+            SKIPPED.with(|skipped| skipped.set(0));
+            assert!(document(&text, 128).is_none());
+            let skipped = SKIPPED.with(std::cell::Cell::get);
+            assert!(
+                skipped <= 2 * (levels + 1000),
+                "{levels} levels: {skipped} values skipped"
+            );
+        }
     }
 
     #[test]

@@ -179,6 +179,23 @@ impl Tape {
         read.finish(ok).map(|tape| (tape, used))
     }
 
+    /// How deep its containers nest (the object alone: 1). A tape read
+    /// within a bound holds no more than that bound less two.
+    pub(crate) fn depth(&self) -> usize {
+        let mut open: Vec<u32> = Vec::new();
+        let mut deepest = 0;
+        for (at, slot) in (0_u32..).zip(&self.slots) {
+            while open.last().is_some_and(|end| *end <= at) {
+                open.pop();
+            }
+            if let Slot::Object(_, end) | Slot::Array(_, end) = slot {
+                open.push(*end);
+                deepest = deepest.max(open.len());
+            }
+        }
+        deepest
+    }
+
     /// The object.
     pub(crate) fn root(&self) -> TapeNode<'_> {
         TapeNode { tape: self, at: 0 }
