@@ -463,6 +463,7 @@ impl<'a> Scan<'a> {
     fn container(&mut self, field: Field, obj: &mut Obj<'a>) -> Option<Value<'a>> {
         self.space();
         let start = self.at;
+        #[cfg(debug_assertions)]
         let first = self.ahead.is_none();
         let allowance = self.ahead.unwrap_or(READ_AHEAD);
         if allowance > 0
@@ -483,18 +484,10 @@ impl<'a> Scan<'a> {
             if let Some(node) = node {
                 self.at = start + ahead.at;
                 let raw = Raw::checked(&self.text[start..self.at]);
-                // (Checked for the outermost only: the check reads the
-                // value again, reading ahead and checking what it holds.)
-                debug_assert!(
-                    !first
-                        || crate::detect::node::parse_node(raw).is_ok_and(|parsed| format!(
-                            "{parsed:?}"
-                        ) == format!(
-                            "{node:?}"
-                        )),
-                    "a container read ahead is read as its raw value reads: {}",
-                    raw.get()
-                );
+                #[cfg(debug_assertions)]
+                if first {
+                    check_read_ahead(raw, &node);
+                }
                 obj.read_ahead = ReadAhead::new(raw, node);
                 return Some(Value::Raw(raw));
             }
@@ -706,6 +699,35 @@ impl<'a> Scan<'a> {
             _ => None,
         }
     }
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// How many checks of containers read ahead are reading their values
+    /// again on this thread ([`check_read_ahead`]).
+    static CHECKING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Debug builds (the tests, the fuzz targets): a container read ahead is
+/// the node its raw value reads as. Checked for the outermost container
+/// read ahead of a document; reading the value again checks the
+/// containers it holds in turn, four levels down at most, so that a chain
+/// of nested containers costs a few readings, not one a level.
+#[cfg(debug_assertions)]
+fn check_read_ahead(raw: Raw<'_>, node: &Node<'_>) {
+    const LEVELS: usize = 4;
+    let levels = CHECKING.with(std::cell::Cell::get);
+    if levels >= LEVELS {
+        return;
+    }
+    CHECKING.with(|checking| checking.set(levels + 1));
+    let parsed = crate::detect::node::parse_node(raw);
+    CHECKING.with(|checking| checking.set(levels));
+    assert!(
+        parsed.is_ok_and(|parsed| format!("{parsed:?}") == format!("{node:?}")),
+        "a container read ahead is read as its raw value reads: {}",
+        raw.get()
+    );
 }
 
 #[cfg(test)]
