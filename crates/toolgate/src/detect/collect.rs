@@ -457,7 +457,7 @@ impl<'l> Collector<'l> {
                 if raw.get().len() - 2 * usize::from(raw.get().starts_with('"'))
                     <= self.limits.max_argument_bytes
                     && (self.limits.max_depth >= HARD_MAX_DEPTH
-                        || tape.depth() + 2 <= self.limits.max_depth) =>
+                        || tape.within_depth(self.limits.max_depth)) =>
             {
                 let text = match self.raw_arguments {
                     RawArguments::Unwanted => String::new(),

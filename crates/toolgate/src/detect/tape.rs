@@ -179,6 +179,13 @@ impl Tape {
         read.finish(ok).map(|tape| (tape, used))
     }
 
+    /// Whether its containers nest within `max_depth` as a tape read with
+    /// that bound does (its [`depth`](Self::depth) two less at most); a
+    /// tape of so few slots that they could not nest deeper is not walked.
+    pub(crate) fn within_depth(&self, max_depth: usize) -> bool {
+        self.slots.len() + 2 <= max_depth || self.depth() + 2 <= max_depth
+    }
+
     /// How deep its containers nest (the object alone: 1). A tape read
     /// within a bound holds no more than that bound less two.
     pub(crate) fn depth(&self) -> usize {
