@@ -137,10 +137,12 @@ impl Serialize for Arguments {
 pub struct ObjectArguments {
     /// The tape, while the object was never changed.
     tape: Option<Tape>,
-    /// The object built from the tape, once read.
-    built: std::sync::OnceLock<Map<String, Value>>,
+    /// The object built from the tape, once read (boxed, as `owned`: a
+    /// call is moved whole from the reader to its verdict, and most calls
+    /// never build one).
+    built: std::sync::OnceLock<Box<Map<String, Value>>>,
     /// The object, when it was not read into a tape or has been changed.
-    owned: Option<Map<String, Value>>,
+    owned: Option<Box<Map<String, Value>>>,
 }
 
 impl ObjectArguments {
@@ -193,14 +195,14 @@ impl ObjectArguments {
         let ObjectArguments { tape, built, owned } = self;
         owned
             .or_else(|| built.into_inner())
-            .unwrap_or_else(|| Self::from_tape_or_empty(tape.as_ref()))
+            .map_or_else(|| Self::from_tape_or_empty(tape.as_ref()), |map| *map)
     }
 }
 
 impl From<Map<String, Value>> for ObjectArguments {
     fn from(map: Map<String, Value>) -> Self {
         ObjectArguments {
-            owned: Some(map),
+            owned: Some(Box::new(map)),
             ..ObjectArguments::default()
         }
     }
@@ -214,7 +216,7 @@ impl std::ops::Deref for ObjectArguments {
             Some(map) => map,
             None => self
                 .built
-                .get_or_init(|| Self::from_tape_or_empty(self.tape.as_ref())),
+                .get_or_init(|| Box::new(Self::from_tape_or_empty(self.tape.as_ref()))),
         }
     }
 }
@@ -226,10 +228,10 @@ impl std::ops::DerefMut for ObjectArguments {
             let map = self
                 .built
                 .take()
-                .unwrap_or_else(|| Self::from_tape_or_empty(tape.as_ref()));
+                .unwrap_or_else(|| Box::new(Self::from_tape_or_empty(tape.as_ref())));
             self.owned = Some(map);
         }
-        self.owned.get_or_insert_with(Map::new)
+        self.owned.get_or_insert_with(Box::default)
     }
 }
 
