@@ -16,8 +16,8 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, signature, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
-    ReadArguments, ReadInPassing, Seen, SIGNATURES, SIMPLE,
+    add_rare, decoded, spelled, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
+    ReadArguments, ReadInPassing, Seen, SIMPLE,
 };
 use crate::detect::tape::Tape;
 
@@ -219,11 +219,10 @@ enum Key {
 }
 
 /// What `key` is (a key as written, unescaped: so it holds no NUL): the
-/// table's own keys matched first, then one look among the keys toolgate
-/// reads that share its [`signature`] says whether it is rare, another
-/// spelling of one, or neither; [`variant_of`] judges a key that is not
-/// ASCII. No two keys toolgate reads differ only in case (a test holds
-/// it), so a key matches one of its signature's at most.
+/// table's own keys matched first, then [`spelled`] (the known keys of the
+/// key's signature) says whether it is another spelling of a key toolgate
+/// reads, or one it reads that the table does not (rare, or a stream
+/// decoder's); [`variant_of`] judges a key that is not ASCII.
 // Inlined into the object loop: measured (bench/profile_check.sh), a call
 // for each key cost more than the lookup.
 #[allow(clippy::inline_always)]
@@ -233,47 +232,13 @@ fn look_up(key: &str) -> Key {
     if let Some(field) = field(key) {
         return Key::Field(field);
     }
-    let bytes = key.as_bytes();
-    if let Some((known, what)) = bytes.first().and_then(|_| {
-        OTHERS[signature(bytes)].iter().find(|(known, _)| {
-            known.len() == bytes.len() && known.as_bytes().eq_ignore_ascii_case(bytes)
-        })
-    }) {
-        return if known.as_bytes() == bytes {
-            *what
-        } else {
-            Key::Variant
-        };
+    match spelled(key.as_bytes()) {
+        Some(known) if known != key => Key::Variant,
+        Some(_) => crate::detect::positions::rare_row(key).map_or(Key::Other, Key::Rare),
+        None if !key.is_ascii() && variant_of(key).is_some() => Key::Variant,
+        None => Key::Other,
     }
-    if !key.is_ascii() && variant_of(key).is_some() {
-        return Key::Variant;
-    }
-    Key::Other
 }
-
-/// Every key toolgate reads by [`signature`], with what it is to this
-/// reader: the table's keys are there as other spellings of theirs are.
-static OTHERS: std::sync::LazyLock<Vec<Vec<(&'static str, Key)>>> =
-    std::sync::LazyLock::new(|| {
-        let mut table = vec![Vec::new(); SIGNATURES];
-        let fields = KEYS
-            .iter()
-            .map(|key| (*key, field(key).map_or(Key::Other, Key::Field)));
-        let rare = crate::detect::positions::RARE.iter().map(|key| {
-            let row = crate::detect::positions::rare_row(key);
-            (*key, row.map_or(Key::Other, Key::Rare))
-        });
-        let stream = crate::detect::positions::STREAM_KEYS
-            .iter()
-            .map(|key| (*key, Key::Other));
-        for (key, what) in fields.chain(rare).chain(stream) {
-            let bucket: &mut Vec<(&'static str, Key)> = &mut table[signature(key.as_bytes())];
-            if !bucket.iter().any(|(known, _)| *known == key) {
-                bucket.push((key, what));
-            }
-        }
-        table
-    });
 
 /// A field's value as read, before it is stored.
 enum Value<'a> {
@@ -1029,6 +994,25 @@ mod tests {
                 Key::Other
             };
             assert_eq!(look_up(&key), expected, "{key:?}");
+        }
+    }
+
+    /// The containers read ahead are the position table's containers the
+    /// view keeps raw, but `input` (read as arguments when an object, and
+    /// ahead when a list, by the arguments' reader).
+    #[test]
+    fn containers_read_ahead_are_the_tables_kept_raw() {
+        use super::{field, is_container, Take, TAKES};
+        use crate::detect::positions::CONTAINERS;
+        for container in CONTAINERS {
+            let field = field(container.key).expect("a container is a key of the view");
+            let raw = matches!(TAKES[field as usize], Take::Raw);
+            assert_eq!(
+                is_container(field),
+                raw && container.key != "input",
+                "{}",
+                container.key
+            );
         }
     }
 

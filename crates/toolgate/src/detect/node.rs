@@ -293,11 +293,11 @@ static BY_SIGNATURE: std::sync::LazyLock<Vec<Vec<&'static str>>> = std::sync::La
 });
 
 /// How many [`signature`]s there are.
-pub(crate) const SIGNATURES: usize = 1024;
+const SIGNATURES: usize = 1024;
 
 /// A non-empty key's signature: its first letter in lower case and its
 /// length, each within 32. Spellings of a key in another case share it.
-pub(crate) const fn signature(key: &[u8]) -> usize {
+const fn signature(key: &[u8]) -> usize {
     ((key[0] | 0x20) as usize & 31) * 32 + (key.len() & 31)
 }
 
