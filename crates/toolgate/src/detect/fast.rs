@@ -16,17 +16,23 @@ use std::borrow::Cow;
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
-    add_rare, decoded, spelled, variant_of, Flag, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
+    add_rare, decoded, spelled, variant_of, Flag, Held, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
     ReadArguments, ReadInPassing, Seen, SIMPLE,
 };
 use crate::detect::tape::Tape;
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
-/// `max_depth`; `None` when the reference reader must decide.
-pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
+/// `max_depth`; `None` when the reference reader must decide. Its views
+/// are kept in `arena` when there is one.
+pub(crate) fn document<'a>(
+    text: &'a str,
+    arena: Option<&'a bumpalo::Bump>,
+    max_depth: usize,
+) -> Option<Node<'a>> {
     let mut scan = Scan {
         cursor: Cursor::new(text),
+        arena,
         depth: 0,
         max_depth,
         envelope: 0,
@@ -39,6 +45,8 @@ pub(crate) fn document(text: &str, max_depth: usize) -> Option<Node<'_>> {
 
 struct Scan<'a> {
     cursor: Cursor<'a>,
+    /// Where views are kept, when not on the heap.
+    arena: Option<&'a bumpalo::Bump>,
     /// Arrays and objects open here, read or skipped.
     depth: usize,
     max_depth: usize,
@@ -333,7 +341,7 @@ impl<'a> Scan<'a> {
         self.at += 1;
         // Made at the first key of the table: an object with none takes no
         // memory of its own.
-        let mut made: Option<Box<Obj<'a>>> = None;
+        let mut made: Option<Held<'a>> = None;
         let mut seen = 0u128;
         items(self, b'}', |scan| {
             let (key, escaped) = scan.string()?;
@@ -438,6 +446,7 @@ impl<'a> Scan<'a> {
         {
             let mut ahead = Scan {
                 cursor: Cursor::new(&self.text[start..]),
+                arena: self.arena,
                 depth: 0,
                 max_depth: self.max_depth - self.depth,
                 envelope: 0,
@@ -471,11 +480,12 @@ impl<'a> Scan<'a> {
 
     /// The view of the object being read, made at its first key of the
     /// table: read ahead, its bytes count against the allowance.
-    fn view<'v>(&mut self, made: &'v mut Option<Box<Obj<'a>>>) -> Option<&'v mut Obj<'a>> {
+    fn view<'v>(&mut self, made: &'v mut Option<Held<'a>>) -> Option<&'v mut Obj<'a>> {
         if made.is_none() {
             self.spend(std::mem::size_of::<Obj<'_>>())?;
         }
-        Some(made.get_or_insert_with(Box::default))
+        let arena = self.arena;
+        Some(made.get_or_insert_with(|| Held::new(arena)).get_mut())
     }
 
     /// Spend `bytes` of the allowance for reading ahead, when reading
@@ -840,7 +850,12 @@ pub fn agrees(text: &str, max_depth: usize) -> Result<bool, String> {
             .map(|node| format!("{node:?}"))
             .map_err(|err| err.to_string())
     };
-    let Some(fast) = document(text, max_depth.min(crate::detect::limits::HARD_MAX_DEPTH)) else {
+    let arena = bumpalo::Bump::new();
+    let Some(fast) = document(
+        text,
+        Some(&arena),
+        max_depth.min(crate::detect::limits::HARD_MAX_DEPTH),
+    ) else {
         return Ok(false);
     };
     let fast = format!("{fast:?}");
@@ -1024,7 +1039,7 @@ mod tests {
     fn containers_kept_raw_are_read_ahead_within_an_allowance() {
         use super::{document, Node, READ_AHEAD};
         let read_ahead = |text: &str| {
-            let Some(Node::Object(root)) = document(text, 128) else {
+            let Some(Node::Object(root)) = document(text, None, 128) else {
                 panic!("{text}");
             };
             let raw = root.content.expect("content");
@@ -1071,7 +1086,7 @@ mod tests {
                 "}".repeat(levels)
             );
             SKIPPED.with(|skipped| skipped.set(0));
-            assert!(document(&text, 128).is_none());
+            assert!(document(&text, None, 128).is_none());
             let skipped = SKIPPED.with(std::cell::Cell::get);
             assert!(
                 skipped <= 2 * (levels + 1000),

@@ -19,6 +19,7 @@ mod node;
 mod positions;
 pub mod sse;
 pub mod stream;
+mod views;
 // Arguments' compact form, and how the Python bindings write it.
 #[doc(hidden)]
 pub mod tape;
@@ -134,20 +135,22 @@ fn read(bytes: &[u8], mut out: Collector<'_>, limits: &Limits) -> Detection {
     // The fast path, for a document within the depth bound; anything else
     // is read again the reference way.
     if body.starts_with(['{', '[']) {
-        if let Some(root) = fast::document(body, limits.max_depth.min(limits::HARD_MAX_DEPTH)) {
+        let read = views::with(|arena| {
+            let root = fast::document(body, arena, limits.max_depth.min(limits::HARD_MAX_DEPTH))?;
             document::read_root(&root, &mut out);
             // An array in which no element holds a key of the table is no
             // array of events either.
-            let events = match &root {
+            Some(match &root {
                 Node::List(items) => items
                     .iter()
                     .any(|item| matches!(item, Node::Object(o) if o.has_keys())),
                 _ => true,
-            };
-            if !events {
-                return out.finish(Framing::Json);
-            }
-            return whole_document(body, out, limits);
+            })
+        });
+        match read {
+            Some(false) => return out.finish(Framing::Json),
+            Some(true) => return whole_document(body, out, limits),
+            None => {}
         }
     }
     // An event stream is bounded event by event, by the assembler.

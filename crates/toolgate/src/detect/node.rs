@@ -192,7 +192,32 @@ pub(crate) fn add_rare<'a>(rare: &mut RareKeys<'a>, row: u8, raw: Raw<'a>) -> bo
 /// An object's view: boxed when it holds a key some reader looks at, and
 /// otherwise the one empty view of its thread, so that a payload of many
 /// objects no reader looks at (`[{}, {}, ...]`) costs no memory per object.
-pub(crate) struct ObjBox<'a>(Option<Box<Obj<'a>>>);
+pub(crate) struct ObjBox<'a>(Option<Held<'a>>);
+
+/// Where a view is kept: on the heap, or in the arena of the document
+/// being read ([`crate::detect::views`]), whose memory is used again by
+/// the next document rather than allocated and freed view by view.
+pub(crate) enum Held<'a> {
+    Heap(Box<Obj<'a>>),
+    Arena(bumpalo::boxed::Box<'a, Obj<'a>>),
+}
+
+impl<'a> Held<'a> {
+    /// A view with no key yet, in `arena` when there is one.
+    pub(crate) fn new(arena: Option<&'a bumpalo::Bump>) -> Held<'a> {
+        match arena {
+            Some(arena) => Held::Arena(bumpalo::boxed::Box::new_in(Obj::default(), arena)),
+            None => Held::Heap(Box::default()),
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut Obj<'a> {
+        match self {
+            Held::Heap(obj) => obj,
+            Held::Arena(obj) => obj,
+        }
+    }
+}
 
 thread_local! {
     /// The view of an object with no key any reader looks at.
@@ -212,7 +237,7 @@ impl<'a> Obj<'a> {
 }
 
 impl<'a> ObjBox<'a> {
-    pub(crate) fn new(obj: Option<Box<Obj<'a>>>) -> ObjBox<'a> {
+    pub(crate) fn new(obj: Option<Held<'a>>) -> ObjBox<'a> {
         ObjBox(obj)
     }
 
@@ -227,7 +252,8 @@ impl<'a> std::ops::Deref for ObjBox<'a> {
 
     fn deref(&self) -> &Obj<'a> {
         match &self.0 {
-            Some(obj) => obj,
+            Some(Held::Heap(obj)) => obj,
+            Some(Held::Arena(obj)) => obj,
             None => EMPTY.with(|empty| *empty),
         }
     }
@@ -474,7 +500,9 @@ impl<'de: 'a, 'a> Visitor<'de> for NodeVisitor<'a> {
             obj.rare_keys = rare;
             known = true;
         }
-        Ok(Node::Object(ObjBox(known.then(|| Box::new(obj)))))
+        Ok(Node::Object(ObjBox(
+            known.then(|| Held::Heap(Box::new(obj))),
+        )))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
@@ -756,7 +784,7 @@ pub(crate) fn parse<'a, T: Deserialize<'a>>(raw: Raw<'a>) -> Result<T> {
 
 /// Parse a raw value into a node: the fast path, else the reference.
 pub(crate) fn parse_node(raw: Raw<'_>) -> Result<Node<'_>> {
-    match crate::detect::fast::document(raw.get(), crate::detect::limits::HARD_MAX_DEPTH) {
+    match crate::detect::fast::document(raw.get(), None, crate::detect::limits::HARD_MAX_DEPTH) {
         Some(node) => Ok(node),
         None => parse(raw),
     }
