@@ -87,6 +87,7 @@ const FILE_LIMITS: Limits = Limits {
 /// Parse policy text: JSON when it starts with `{` or `[` (duplicate keys
 /// refused), YAML otherwise (duplicate keys refused too).
 pub(crate) fn parse_text(text: &str) -> Result<Value, Problem> {
+    crate::policy::schema::warm_up();
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     if trimmed.starts_with('{') {
         parse_object(trimmed, &FILE_LIMITS)
@@ -724,7 +725,15 @@ pub(crate) fn declare(
     validate_formats: bool,
     problems: &mut Vec<Problem>,
 ) {
+    // A policy's schemas are compiled on every core at once (a request's
+    // few, one after the other, where they are needed).
+    let mut compiled = match known {
+        None => compile_all(&decls, validate_formats),
+        Some(_) => Vec::new(),
+    }
+    .into_iter();
     for (path, decl) in decls {
+        let ready = compiled.next().flatten();
         if declared.contains(&decl.name) {
             problems.push(
                 Problem::new(&path, format!("tool '{}' is declared twice", decl.name))
@@ -748,7 +757,10 @@ pub(crate) fn declare(
                         })
                     });
                     if !checked {
-                        match ArgumentSchema::compile(parameters, validate_formats) {
+                        let schema = ready.unwrap_or_else(|| {
+                            ArgumentSchema::compile(parameters, validate_formats)
+                        });
+                        match schema {
                             Ok(schema) => {
                                 spec.schema = Some(schema);
                                 // Kept for the requests' tools to compare.
@@ -773,6 +785,62 @@ pub(crate) fn declare(
     }
 }
 
+/// Below this many schemas, a policy's are compiled on the calling thread
+/// alone: starting a thread costs more than a small schema's compile.
+const COMPILED_AT_ONCE: usize = 4;
+
+/// The compiled schema of each declaration that has parameters (`None` for
+/// the others), compiled on every core: a large policy's schemas are most
+/// of its load time, which a run spends before it checks anything.
+fn compile_all(
+    decls: &[(String, ToolDecl)],
+    validate_formats: bool,
+) -> Vec<Option<Result<ArgumentSchema, String>>> {
+    let wanted: Vec<(usize, &Value)> = decls
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, decl))| decl.kind == DeclaredKind::Function)
+        .filter_map(|(at, (_, decl))| Some((at, decl.parameters.as_ref()?)))
+        .collect();
+    let mut compiled: Vec<Option<Result<ArgumentSchema, String>>> =
+        std::iter::repeat_with(|| None).take(decls.len()).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(wanted.len() / COMPILED_AT_ONCE);
+    if threads < 2 {
+        // Compiled where they are declared, one after the other.
+        return compiled;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let compile = || {
+        let mut done = Vec::new();
+        loop {
+            let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((decl, parameters)) = wanted.get(at) else {
+                return done;
+            };
+            done.push((*decl, ArgumentSchema::compile(parameters, validate_formats)));
+        }
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(compile)).collect();
+        let mine = compile();
+        for (decl, schema) in others
+            .into_iter()
+            // A panic in a compile is the loading thread's.
+            .flat_map(|other| {
+                other
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .chain(mine)
+        {
+            compiled[decl] = Some(schema);
+        }
+    });
+    compiled
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -785,6 +853,52 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// A policy of many tools compiles their schemas on several threads:
+    /// each tool keeps its own, and the invalid ones are reported in the
+    /// order they are declared, as when compiled one after the other.
+    #[test]
+    fn many_schemas_compile_at_once_each_in_its_place() {
+        let tools: Vec<Value> = (0..12)
+            .map(|n| {
+                let kind = if n % 5 == 3 { "strng" } else { "string" };
+                json!({"type": "function", "function": {
+                    "name": format!("tool_{n}"),
+                    "parameters": {"type": "object", "properties": {
+                        format!("arg_{n}"): {"type": kind}
+                    }, "required": [format!("arg_{n}")]},
+                }})
+            })
+            .collect();
+        let (policy, problems) = compile(&json!({ "tools": tools }), None);
+        let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("tool 'tool_3' has an invalid schema"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("tool 'tool_8' has an invalid schema"),
+            "{problems:?}"
+        );
+        for n in (0..12).filter(|n| n % 5 != 3) {
+            let name = format!("tool_{n}");
+            let spec = policy.tools.find(&name);
+            let schema = spec[0].schema.as_ref().expect("a schema");
+            assert!(
+                schema
+                    .failures(&json!({ format!("arg_{n}"): "x" }))
+                    .is_empty(),
+                "{name}"
+            );
+            assert!(
+                !schema
+                    .failures(&json!({ format!("arg_{}", n + 1): "x" }))
+                    .is_empty(),
+                "{name}"
+            );
+        }
     }
 
     #[test]
