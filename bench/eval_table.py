@@ -110,6 +110,11 @@ def toolgate_row(opts, n, problems):
     runs = []
     for r in range(1, opts.runs + 1):
         wall, cpu, rss = parse_time(os.path.join(opts.out, f"time-{n}-{r}.txt"))
+        # The wall time to the microsecond, when the run recorded it
+        # (`time` counts hundredths).
+        precise = os.path.join(opts.out, f"wall-{n}-{r}.txt")
+        if os.path.exists(precise):
+            wall = int(open(precise).read()) / 1e9
         summary = json.load(open(os.path.join(opts.out, f"summary-{n}-{r}.json")))
         for d in differences(summary, want):
             problems.append(f"{n} traces, run {r}: {d}")
@@ -160,7 +165,7 @@ def print_table(opts, results):
     lines = [head]
     for row in results:
         py = row["python_p1"]
-        line = [f"{row['size']:,}", f"{row['wall']:.2f}", fmt(row["traces_per_s"]), fmt(row["calls_per_s"]),
+        line = [f"{row['size']:,}", f"{row['wall']:.3f}", fmt(row["traces_per_s"]), fmt(row["calls_per_s"]),
                 fmt(row["best_calls_per_s"]), f"{row['cpu_percent']:.0f}%", f"{row['peak_rss_mib']:.1f}",
                 f"{row['median_rss_mib']:.1f}",
                 "skipped" if py.get("skipped") else fmt(py["traces_per_s"]),
@@ -194,7 +199,7 @@ def print_table(opts, results):
                       f"(workload: {want_defective(opts, row['size']):,} defective), "
                       f"peak RSS {py['max_rss_mb']} MB")
         loads = ", ".join(f"{x['load']:.2f}" for x in row["runs"])
-        walls = ", ".join(f"{x['wall']:.2f}" for x in row["runs"])
+        walls = ", ".join(f"{x['wall']:.3f}" for x in row["runs"])
         print(f"toolgate on {row['size']:,}: wall {walls} s; 1-minute load average at the start of each: {loads}")
         if row["streamed_from"]:
             print(f"  (streamed: the workload of {row['streamed_from']:,} traces "
