@@ -216,7 +216,9 @@ keys! {
     name: "name" => Text,
     toolName: "toolName" => Text,
     role: "role" => Text,
+    // `"object": "list"` (an OpenAI list of items).
     object: "object" => IsList,
+    // Containers: each holds messages, items, blocks or calls.
     messages: "messages" => Node,
     contents: "contents" => Node,
     choices: "choices" => Node,
@@ -231,6 +233,7 @@ keys! {
     invalid_tool_calls: "invalid_tool_calls" => Raw,
     toolCalls: "toolCalls" => Node,
     toolInvocations: "toolInvocations" => Raw,
+    // One call or one result each.
     function: "function" => Node,
     function_call: "function_call" => Raw,
     functionCall: "functionCall" => Node,
@@ -240,6 +243,8 @@ keys! {
     functionResponse: "functionResponse" => Raw,
     function_response: "function_response" => Raw,
     toolResult: "toolResult" => Raw,
+    // Raw until read: containers that may also be arguments or result
+    // content, arguments, and result content.
     content: "content" => Raw,
     output: "output" => Raw,
     input: "input" => Raw,
@@ -252,10 +257,12 @@ keys! {
     args: "args" => Raw,
     action: "action" => Raw,
     error: "error" => Raw,
+    // Ids and status.
     call_id: "call_id" => Text,
     tool_call_id: "tool_call_id" => Text,
     tool_use_id: "tool_use_id" => Text,
     toolCallId: "toolCallId" => Text,
+    // An `mcp_approval_response`'s decision.
     approve: "approve" => Flag,
     is_error: "is_error" => Bool,
     isError: "isError" => Bool,
@@ -263,6 +270,7 @@ keys! {
     state: "state" => Raw,
     partialArgs: "partialArgs" => Seen,
     willContinue: "willContinue" => Bool,
+    // Requests and JSON-RPC.
     jsonrpc: "jsonrpc" => Seen,
     method: "method" => Raw,
     tools: "tools" => Raw,

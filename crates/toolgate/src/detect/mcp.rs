@@ -37,18 +37,19 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
             Some(Node::Object(p)) => Some(&**p),
             _ => None,
         };
-        match (params, params.and_then(other_reading)) {
-            (Some(_), Some(other)) => out.violation(
+        let name = params.and_then(|p| p.name().as_deref());
+        match (params, params.and_then(other_reading), name) {
+            (Some(_), Some(other), _) => out.violation(
                 ViolationCode::MalformedPayload,
                 format!(
                     "a tools/call request's params hold `{other}` beside `name` and `arguments`: a server may read either"
                 ),
             ),
-            (Some(p), None) if p.name().is_some() => out.call(
+            (Some(p), None, Some(name)) => out.call(
                 Format::Mcp,
                 CallKind::Function,
                 id.as_deref(),
-                p.name().as_deref().unwrap_or_default(),
+                name,
                 p.arguments().map_or(ArgSource::Absent, ArgSource::Inline),
             ),
             _ => out.violation(

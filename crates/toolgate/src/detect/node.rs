@@ -330,7 +330,7 @@ const fn signature(key: &[u8]) -> usize {
 /// The keys of an object that any reader looks at: the values it holds of
 /// the fast reader's table of keys ([`KEYS`], one field each, read through
 /// a method of the field's name), and its rare keys and what was read of it
-/// in passing. Only the values it holds take room (a view is some 350
+/// in passing. Only the values it holds take room (a view is under 400
 /// bytes, not one slot for each of the table's keys), in the order they
 /// come, whichever reader made the view.
 ///
