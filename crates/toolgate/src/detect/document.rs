@@ -198,15 +198,15 @@ fn object_as(
     if !out.descend() {
         return Ok(());
     }
-    let tag = o.kind().as_deref().and_then(positions::tag);
-    if let (Some(Tag::Message(Some(by_type))), Some(by_role)) = (tag, o.role().as_deref()) {
+    let tag = o.kind.as_deref().and_then(positions::tag);
+    if let (Some(Tag::Message(Some(by_type))), Some(by_role)) = (tag, o.role.as_deref()) {
         if by_role != by_type {
             out.violation(
                 ViolationCode::MalformedPayload,
                 format!(
                     "a message's role `{}` and its type `{}` disagree",
                     clip(by_role),
-                    clip(o.kind().as_deref().unwrap_or_default())
+                    clip(o.kind.as_deref().unwrap_or_default())
                 ),
             );
         }
@@ -227,7 +227,7 @@ fn object_as(
     let outer =
         role.map(|role| out.mute_as(matches!(role, "user" | "system" | "developer"), listed));
     let read = walk(o, slot, tag, role, listed, out);
-    if tag.is_some() || (slot == Slot::Root && o.error().is_some()) {
+    if tag.is_some() || (slot == Slot::Root && o.error.is_some()) {
         // A known shape, even without a call (a text block, an error).
         out.saw(Format::Generic);
     }
@@ -246,7 +246,7 @@ fn object_as(
 fn role<'o>(o: &'o Obj<'_>, tag: Option<Tag>) -> Option<&'o str> {
     match tag {
         Some(Tag::Message(Some(role))) => Some(role),
-        Some(Tag::Message(None)) => Some(o.role().as_deref().unwrap_or("other")),
+        Some(Tag::Message(None)) => Some(o.role.as_deref().unwrap_or("other")),
         Some(
             Tag::Call(..)
             | Tag::Hosted(..)
@@ -255,17 +255,17 @@ fn role<'o>(o: &'o Obj<'_>, tag: Option<Tag>) -> Option<&'o str> {
             | Tag::Result(_)
             | Tag::Plain,
         ) => None,
-        None => o.role().as_deref(),
+        None => o.role.as_deref(),
     }
 }
 
 /// The role of a LangChain `lc` constructor's message (`{"lc": 1, "type":
 /// "constructor", "id": [..., "AIMessage"], "kwargs": {...}}`), by class.
 fn constructor_role(o: &Obj<'_>) -> Option<&'static str> {
-    if o.kind().as_deref() != Some("constructor") {
+    if o.kind.as_deref() != Some("constructor") {
         return None;
     }
-    let path: Vec<Cow<'_, str>> = parse(o.id()?).ok()?;
+    let path: Vec<Cow<'_, str>> = parse(o.id?).ok()?;
     match path.last()?.as_ref() {
         "FunctionMessage" | "FunctionMessageChunk" => Some("function"),
         class => match positions::tag(class) {
@@ -310,7 +310,7 @@ fn walk(
     // and whether that container may repeat another's calls.
     let mut bounds: smallvec::SmallVec<[(Mark, bool); 4]> =
         smallvec::smallvec![(out.mark(), false)];
-    if o.jsonrpc().is_some() || o.method().is_some() {
+    if o.jsonrpc.is_some() || o.method.is_some() {
         // JSON-RPC: its `params` and `result` are the MCP reader's; every
         // other key is read as in any object.
         mcp::message(o, out)?;
@@ -318,14 +318,14 @@ fn walk(
     let own = own(o, slot, tag, role, out)?;
     // A LangChain `messages_to_dict` dump of a message class no tag names.
     let dumped = o
-        .kind()
+        .kind
         .as_deref()
         .filter(|_| tag.is_none())
         .and_then(positions::dumped_role);
     let mut read_one = |container: &'static Container, field: Field<'_, '_>| -> Result<()> {
         if own.consumes(container)
             || (container.key == "data"
-                && !(matches!(tag, Some(Tag::Message(_))) || o.object().0 || dumped.is_some()))
+                && !(matches!(tag, Some(Tag::Message(_))) || o.object.0 || dumped.is_some()))
         {
             return Ok(());
         }
@@ -366,8 +366,8 @@ fn walk(
             read_one(wrapper, Field::Raw(*raw))?;
         }
     }
-    if let Some(result) = o.result() {
-        if !(own.content || o.jsonrpc().is_some() || o.method().is_some()) {
+    if let Some(result) = o.result {
+        if !(own.content || o.jsonrpc.is_some() || o.method.is_some()) {
             read_one(&positions::RESULT, Field::Raw(result))?;
         }
     }
@@ -383,17 +383,17 @@ fn request(o: &Obj<'_>, slot: Slot, out: &mut Collector<'_>) {
     // response, which repeats the tools its request declared. Any other
     // answer that carries a `tools` list (a chat completion, a message)
     // declares nothing.
-    let conversation = o.messages().is_some() || o.input().is_some() || o.contents().is_some();
-    let responses = o.output().is_some() && o.model().is_some();
+    let conversation = o.messages.is_some() || o.input.is_some() || o.contents.is_some();
+    let responses = o.output.is_some() && o.model.is_some();
     if conversation || responses {
-        if let Some(tools) = o.tools().filter(|t| t.get().starts_with('[')) {
+        if let Some(tools) = o.tools.filter(|t| t.get().starts_with('[')) {
             out.declare_tools(tools);
         }
     }
-    if !(conversation || o.model().is_some() || o.system().is_some()) {
+    if !(conversation || o.model.is_some() || o.system.is_some()) {
         return;
     }
-    if slot == Slot::Root && (o.previous_response_id().is_some() || o.conversation().is_some()) {
+    if slot == Slot::Root && (o.previous_response_id.is_some() || o.conversation.is_some()) {
         out.continues();
     }
 }
@@ -502,15 +502,15 @@ fn own<'a>(
     if !result && generic_applies(o, slot, tag, role) {
         own.arguments = true;
         own.span = o
-            .name()
+            .name
             .as_deref()
             .is_some_and(|name| name.chars().any(char::is_whitespace));
         let id = o
-            .toolCallId()
+            .toolCallId
             .clone()
-            .or_else(|| o.call_id().clone())
-            .or_else(|| id_text(o.id()));
-        let format = if o.toolCallId().is_some() {
+            .or_else(|| o.call_id.clone())
+            .or_else(|| id_text(o.id));
+        let format = if o.toolCallId.is_some() {
             Format::VercelAi
         } else {
             Format::Generic
@@ -554,7 +554,7 @@ fn own<'a>(
         // Every element of a call list is a call, named or not, with the
         // arguments it carries.
         own.arguments = true;
-        let id = id_text(o.id());
+        let id = id_text(o.id);
         named(
             o,
             "name",
@@ -584,18 +584,18 @@ fn typed<'a>(
             let id = match format {
                 // An approval request has no call id: its `id` is what the
                 // approval response names.
-                Format::OpenAiResponses if o.kind().as_deref() == Some("mcp_approval_request") => {
-                    id_text(o.id())
+                Format::OpenAiResponses if o.kind.as_deref() == Some("mcp_approval_request") => {
+                    id_text(o.id)
                 }
-                Format::OpenAiResponses => o.call_id().clone().or_else(|| id_text(o.id())),
-                Format::VercelAi => o.toolCallId().clone(),
-                _ => id_text(o.id()),
+                Format::OpenAiResponses => o.call_id.clone().or_else(|| id_text(o.id)),
+                Format::VercelAi => o.toolCallId.clone(),
+                _ => id_text(o.id),
             };
             named(o, "type", format, kind, id.as_ref(), readings);
         }
         Some(Tag::Invalid) => {
             own.arguments = true;
-            let id = id_text(o.id());
+            let id = id_text(o.id);
             named(
                 o,
                 "type",
@@ -627,7 +627,7 @@ fn typed<'a>(
 /// every other place a call's arguments may be (`action`, `operation`,
 /// `arguments`, ...) one more reading that must agree with them.
 fn hosted<'a>(o: &Obj<'a>, name: &'static str, at: HostedArgs, readings: &mut Readings<'a>) {
-    let id = o.call_id().clone().or_else(|| id_text(o.id()));
+    let id = o.call_id.clone().or_else(|| id_text(o.id));
     let reading = |key: Option<&'static str>, args: ArgSource<'a>| Reading {
         from: "type",
         key,
@@ -644,7 +644,7 @@ fn hosted<'a>(o: &Obj<'a>, name: &'static str, at: HostedArgs, readings: &mut Re
         HostedArgs::None => None,
     };
     let places = [
-        ("action", o.action()),
+        ("action", o.action),
         ("operation", o.rare("operation")),
         ("queries", o.rare("queries")),
         ("code", o.rare("code")),
@@ -668,7 +668,7 @@ fn hosted<'a>(o: &Obj<'a>, name: &'static str, at: HostedArgs, readings: &mut Re
         // (which then disagrees).
         readings.insert(0, reading(None, ArgSource::Absent));
     }
-    if o.name().is_some() || o.toolName().is_some() {
+    if o.name.is_some() || o.toolName.is_some() {
         // A name beside the type is a second reading of the call.
         named(
             o,
@@ -688,12 +688,12 @@ fn hosted<'a>(o: &Obj<'a>, name: &'static str, at: HostedArgs, readings: &mut Re
 /// another (LangChain's `data`) is read through its containers. Returns
 /// whether it is a result.
 fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Result<bool> {
-    let holds_parts = match o.content() {
-        Some(content) if content.get().starts_with('[') && o.tool_call_id().is_none() => {
+    let holds_parts = match o.content {
+        Some(content) if content.get().starts_with('[') && o.tool_call_id.is_none() => {
             match parse_node(content)? {
                 Node::List(items) => items.iter().any(|item| {
                     matches!(item, Node::Object(part)
-                        if matches!(part.kind().as_deref().and_then(positions::tag),
+                        if matches!(part.kind.as_deref().and_then(positions::tag),
                             Some(Tag::Result(Format::VercelAi))))
                 }),
                 _ => false,
@@ -701,19 +701,19 @@ fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Resu
         }
         _ => false,
     };
-    let carries = o.tool_call_id().is_some() || o.name().is_some() || o.content().is_some();
+    let carries = o.tool_call_id.is_some() || o.name.is_some() || o.content.is_some();
     if holds_parts || !carries {
         return Ok(false);
     }
-    if role == Some("function") && o.tool_call_id().is_none() {
-        out.result_by_name(Format::OpenAiChat, o.name().as_deref(), o.content());
+    if role == Some("function") && o.tool_call_id.is_none() {
+        out.result_by_name(Format::OpenAiChat, o.name.as_deref(), o.content);
     } else {
         out.result(
             Format::OpenAiChat,
-            o.tool_call_id().as_deref(),
-            o.name().as_deref(),
-            o.content(),
-            is(o.status(), "error"),
+            o.tool_call_id.as_deref(),
+            o.name.as_deref(),
+            o.content,
+            is(o.status, "error"),
         );
     }
     Ok(true)
@@ -723,7 +723,7 @@ fn role_result(o: &Obj<'_>, role: Option<&str>, out: &mut Collector<'_>) -> Resu
 /// ...), and the results of its single-result keys.
 fn singles<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) -> Result<()> {
     positions::singles(o, |key, single, field| {
-        if key == "function_call" && o.messages().is_some() && forces_a_function(field) {
+        if key == "function_call" && o.messages.is_some() && forces_a_function(field) {
             // A request's legacy `function_call` ("auto", "none", or a
             // name alone) forces a function: it is not a call.
             return Ok(());
@@ -760,11 +760,11 @@ fn forces_a_function(field: Field<'_, '_>) -> bool {
 /// v4 tool invocation in state `result`.
 fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
     if tag == Some(Tag::UiTool) {
-        let name = ui_tool_name(o).or(o.toolName().as_deref());
-        let call_id = o.toolCallId().as_deref();
-        match text(o.state()).as_deref() {
+        let name = ui_tool_name(o).or(o.toolName.as_deref());
+        let call_id = o.toolCallId.as_deref();
+        match text(o.state).as_deref() {
             Some("output-available") => {
-                out.result(Format::VercelAi, call_id, name, o.output(), false);
+                out.result(Format::VercelAi, call_id, name, o.output, false);
             }
             Some("output-error") => {
                 // (A rare key keeps a `null` as given: it is no content.)
@@ -782,19 +782,19 @@ fn part_results(o: &Obj<'_>, tag: Option<Tag>, out: &mut Collector<'_>) {
         }
     }
     let parsed;
-    let invocation = match o.toolInvocation().map(parse::<Node<'_>>) {
+    let invocation = match o.toolInvocation.map(parse::<Node<'_>>) {
         Some(Ok(Node::Object(inner))) => {
             parsed = inner;
             Some(&*parsed)
         }
-        _ => (tag.is_none() && o.toolCallId().is_some()).then_some(o),
+        _ => (tag.is_none() && o.toolCallId.is_some()).then_some(o),
     };
-    if let Some(v4) = invocation.filter(|i| is(i.state(), "result")) {
+    if let Some(v4) = invocation.filter(|i| is(i.state, "result")) {
         out.result(
             Format::VercelAi,
-            v4.toolCallId().as_deref(),
-            v4.toolName().as_deref(),
-            v4.result(),
+            v4.toolCallId.as_deref(),
+            v4.toolName.as_deref(),
+            v4.result,
             false,
         );
     }
@@ -806,7 +806,7 @@ fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>
     // Types that say what the object is (a call, a result, a UI part) read
     // it their own way; any other type leaves its keys to this rule.
     let untyped = matches!(tag, None | Some(Tag::Message(_) | Tag::Plain));
-    let named = o.name().is_some() || o.toolName().is_some();
+    let named = o.name.is_some() || o.toolName.is_some();
     if !untyped || !named {
         return false;
     }
@@ -814,9 +814,9 @@ fn generic_applies(o: &Obj<'_>, slot: Slot, tag: Option<Tag>, role: Option<&str>
     // A name alone: in a call list, the call's name whatever else the
     // element says; at the root, seed 001's `{"name": "search"}` (not a
     // tool declaration's name beside its `inputSchema`).
-    let declaration = o.inputSchema().is_some() || o.input_schema().is_some();
+    let declaration = o.inputSchema.is_some() || o.input_schema.is_some();
     let alone = matches!(slot, Slot::Call | Slot::InvalidCall)
-        || (slot == Slot::Root && role.is_none() && o.kind().is_none() && !declaration);
+        || (slot == Slot::Root && role.is_none() && o.kind.is_none() && !declaration);
     has_arguments || alone
 }
 
@@ -831,14 +831,14 @@ fn named<'a>(
     readings: &mut Readings<'a>,
 ) {
     let mut names = [
-        o.name().clone().map(|name| ("name", name)),
-        o.toolName().clone().map(|name| ("toolName", name)),
+        o.name.clone().map(|name| ("name", name)),
+        o.toolName.clone().map(|name| ("toolName", name)),
     ];
     if names.iter().all(Option::is_none) {
         names[0] = Some(("name", Cow::Borrowed("")));
     }
     let incomplete = matches!(
-        text(o.state()).as_deref(),
+        text(o.state).as_deref(),
         Some("input-streaming" | "partial-call")
     );
     for (name_key, name) in names.into_iter().flatten() {
@@ -885,13 +885,7 @@ fn named<'a>(
 fn argument_keys<'a>(o: &Obj<'a>) -> impl Iterator<Item = (&'static str, Raw<'a>)> {
     ARGUMENT_KEYS
         .into_iter()
-        .zip([
-            o.arguments(),
-            o.params(),
-            o.parameters(),
-            o.args(),
-            o.input(),
-        ])
+        .zip([o.arguments, o.params, o.parameters, o.args, o.input])
         .filter_map(|(key, raw)| raw.map(|raw| (key, raw)))
 }
 
@@ -918,7 +912,7 @@ fn incomplete_error() -> ArgumentError {
 /// says the tool ran.
 fn ui_tool<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>) {
     let typed_name = ui_tool_name(o);
-    let id = o.toolCallId().clone();
+    let id = o.toolCallId.clone();
     let before = readings.len();
     named(
         o,
@@ -946,55 +940,55 @@ fn ui_tool<'a>(o: &Obj<'a>, readings: &mut Readings<'a>, out: &mut Collector<'_>
 /// The tool a UI part's type names (`tool-<name>`; `dynamic-tool` names
 /// none: its `toolName` does).
 fn ui_tool_name<'o>(o: &'o Obj<'_>) -> Option<&'o str> {
-    let kind = o.kind().as_deref()?;
+    let kind = o.kind.as_deref()?;
     kind.strip_prefix("tool-")
         .filter(|_| kind != "dynamic-tool")
 }
 
 /// A result tagged by its type.
 fn tagged_result(o: &Obj<'_>, format: Format, out: &mut Collector<'_>) {
-    let kind = o.kind().as_deref().unwrap_or_default();
+    let kind = o.kind.as_deref().unwrap_or_default();
     match format {
         Format::Anthropic => {
             // An MCP sampling message's block (2025-11-25) spells the
             // keys `toolUseId` and `isError`.
             let tool_use_id = text(o.rare("toolUseId"));
             let Ok(id) = one_id(
-                ("tool_use_id", o.tool_use_id()),
+                ("tool_use_id", &o.tool_use_id),
                 ("toolUseId", &tool_use_id),
                 out,
             ) else {
                 return;
             };
-            let is_error = o.is_error().or(o.isError()).unwrap_or(false);
-            out.result(format, id, None, o.content(), is_error);
+            let is_error = o.is_error.or(o.isError).unwrap_or(false);
+            out.result(format, id, None, o.content, is_error);
         }
         Format::OpenAiResponses if kind == "mcp_approval_response" => approval(o, out),
         Format::OpenAiResponses => {
             let item = positions::output_item(kind);
-            let own_id = (item.link == "id").then(|| id_text(o.id())).flatten();
+            let own_id = (item.link == "id").then(|| id_text(o.id)).flatten();
             let id = if item.link == "id" {
-                one_id(("id", &own_id), ("call_id", o.call_id()), out)
+                one_id(("id", &own_id), ("call_id", &o.call_id), out)
             } else {
-                Ok(o.call_id().as_deref())
+                Ok(o.call_id.as_deref())
             };
             let Ok(id) = id else {
                 return;
             };
-            out.result(format, id, None, o.output(), is(o.status(), "failed"));
+            out.result(format, id, None, o.output, is(o.status, "failed"));
             out.shape_last(item.output);
         }
         _ => {
-            let name = o.toolName().as_deref();
+            let name = o.toolName.as_deref();
             if kind == "tool-error" {
-                out.result(format, o.toolCallId().as_deref(), name, o.error(), true);
+                out.result(format, o.toolCallId.as_deref(), name, o.error, true);
             } else {
                 out.result(
                     format,
-                    o.toolCallId().as_deref(),
+                    o.toolCallId.as_deref(),
                     name,
-                    o.output().or(o.result()).or(o.content()),
-                    o.isError().unwrap_or(false),
+                    o.output.or(o.result).or(o.content),
+                    o.isError.unwrap_or(false),
                 );
             }
         }
@@ -1031,7 +1025,7 @@ fn one_id<'s>(
 /// result (the tool does not run).
 fn approval(o: &Obj<'_>, out: &mut Collector<'_>) {
     let id = id_text(o.rare("approval_request_id"));
-    let approve = o.approve().and_then(Flag::as_bool);
+    let approve = o.approve.and_then(Flag::as_bool);
     let content = approve
         .map(|approve| serde_json::json!({"type": "mcp_approval_response", "approve": approve}));
     out.result_value(
@@ -1047,14 +1041,14 @@ fn approval(o: &Obj<'_>, out: &mut Collector<'_>) {
 /// `tools/call` request's params) that holds a call of its own.
 pub(crate) fn nested_call_key(inner: &Obj<'_>) -> Option<&'static str> {
     [
-        ("function", inner.function().is_some()),
-        ("function_call", inner.function_call().is_some()),
-        ("functionCall", inner.functionCall().is_some()),
-        ("toolUse", inner.toolUse().is_some()),
-        ("custom", inner.custom().is_some()),
-        ("toolInvocation", inner.toolInvocation().is_some()),
-        ("tool_calls", inner.tool_calls().is_some()),
-        ("toolCalls", inner.toolCalls().is_some()),
+        ("function", inner.function.is_some()),
+        ("function_call", inner.function_call.is_some()),
+        ("functionCall", inner.functionCall.is_some()),
+        ("toolUse", inner.toolUse.is_some()),
+        ("custom", inner.custom.is_some()),
+        ("toolInvocation", inner.toolInvocation.is_some()),
+        ("tool_calls", inner.tool_calls.is_some()),
+        ("toolCalls", inner.toolCalls.is_some()),
     ]
     .into_iter()
     .find_map(|(key, there)| there.then_some(key))
@@ -1081,7 +1075,7 @@ fn one<'a>(
     }
     match single {
         Single::Function => {
-            let id = id_text(outer.id()).or_else(|| id_text(inner.id()));
+            let id = id_text(outer.id).or_else(|| id_text(inner.id));
             named(
                 inner,
                 key,
@@ -1092,7 +1086,7 @@ fn one<'a>(
             );
         }
         Single::FunctionCall => {
-            let format = if inner.args().is_some() {
+            let format = if inner.args.is_some() {
                 Format::Gemini
             } else {
                 Format::OpenAiChat
@@ -1102,13 +1096,12 @@ fn one<'a>(
                 key,
                 format,
                 CallKind::Function,
-                id_text(inner.id()).as_ref(),
+                id_text(inner.id).as_ref(),
                 readings,
             );
         }
         Single::GeminiCall => {
-            if (inner.partialArgs().is_some() || inner.willContinue().is_some()) && !out.is_census()
-            {
+            if (inner.partialArgs.is_some() || inner.willContinue.is_some()) && !out.is_census() {
                 // Arguments streamed by JSON path belong to a stream; read
                 // here they would be a call with partial arguments.
                 out.violation(
@@ -1122,12 +1115,12 @@ fn one<'a>(
                 key,
                 Format::Gemini,
                 CallKind::Function,
-                id_text(inner.id()).as_ref(),
+                id_text(inner.id).as_ref(),
                 readings,
             );
         }
         Single::ToolUse => {
-            let kind = match inner.kind().as_deref() {
+            let kind = match inner.kind.as_deref() {
                 Some("server_tool_use") => CallKind::Hosted,
                 _ => CallKind::Function,
             };
@@ -1135,7 +1128,7 @@ fn one<'a>(
             named(inner, key, Format::Bedrock, kind, id.as_ref(), readings);
         }
         Single::Custom => {
-            let id = id_text(outer.id());
+            let id = id_text(outer.id);
             named(
                 inner,
                 key,
@@ -1146,7 +1139,7 @@ fn one<'a>(
             );
         }
         Single::ToolInvocation => {
-            let id = inner.toolCallId().clone();
+            let id = inner.toolCallId.clone();
             named(
                 inner,
                 key,
@@ -1163,12 +1156,12 @@ fn one<'a>(
 /// The result a single-result key holds.
 fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
     if single == Single::GeminiResult {
-        let id = id_text(inner.id());
+        let id = id_text(inner.id);
         out.result(
             Format::Gemini,
             id.as_deref(),
-            inner.name().as_deref(),
-            inner.response(),
+            inner.name.as_deref(),
+            inner.response,
             false,
         );
     } else {
@@ -1176,8 +1169,8 @@ fn single_result(inner: &Obj<'_>, single: Single, out: &mut Collector<'_>) {
             Format::Bedrock,
             text(inner.rare("toolUseId")).as_deref(),
             None,
-            inner.content(),
-            is(inner.status(), "error"),
+            inner.content,
+            is(inner.status, "error"),
         );
     }
 }

@@ -17,7 +17,7 @@ use crate::detect::cursor::{items, reads_with_cursor, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_DEPTH;
 use crate::detect::node::{
     add_rare, decoded, spelled, variant_of, Flag, Held, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
-    ReadArguments, ReadInPassing, Seen, Slot, SIMPLE,
+    ReadArguments, ReadInPassing, Seen, SIMPLE,
 };
 use crate::detect::tape::Tape;
 
@@ -69,7 +69,7 @@ reads_with_cursor!(Scan);
 
 /// How a known key's value is read: the type of its field in [`Obj`].
 #[derive(Clone, Copy)]
-pub(crate) enum Take {
+enum Take {
     Text,
     Raw,
     Node,
@@ -103,109 +103,13 @@ macro_rules! keys {
         /// How each field's value is read, by field number.
         const TAKES: &[Take] = &[$(Take::$take),*];
 
-        /// The field number of a key of the table, and how its value is
-        /// read.
-        pub(crate) fn field_take(key: &str) -> Option<(u8, Take)> {
-            let field = field(key)?;
-            Some((field as u8, TAKES[field as usize]))
-        }
-
-        /// Each field's value, as its type takes it (`None` when the
-        /// object holds none, or `null`).
-        #[allow(non_snake_case)] // the wire's own spellings
-        impl<'a> Obj<'a> {
-            $(accessor!($field, $take);)*
-        }
-    };
-}
-
-/// The method that reads one field of [`Obj`]: a reference to an `Option`
-/// for a string or a node (what a field of that type lent its readers,
-/// who take `.as_deref()` or `.clone()` of it), an `Option` for a value
-/// that is `Copy`.
-macro_rules! accessor {
-    ($field:ident, Text) => {
-        #[inline]
-        #[allow(clippy::ref_option)]
-        pub(crate) fn $field(&self) -> &Option<Cow<'a, str>> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Text(text)) => text,
-                _ => &None,
+        /// Store a field's value in its place.
+        fn store<'a>(obj: &mut Obj<'a>, field: Field, value: Value<'a>) -> Option<()> {
+            match field {
+                $(Field::$field => put(&mut obj.$field, value),)*
             }
         }
     };
-    ($field:ident, Node) => {
-        #[inline]
-        #[allow(clippy::ref_option)]
-        pub(crate) fn $field(&self) -> &Option<Node<'a>> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Node(node)) => node,
-                _ => &None,
-            }
-        }
-    };
-    ($field:ident, Raw) => {
-        #[inline]
-        pub(crate) fn $field(&self) -> Option<Raw<'a>> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Raw(raw)) => *raw,
-                _ => None,
-            }
-        }
-    };
-    ($field:ident, Seen) => {
-        #[inline]
-        pub(crate) fn $field(&self) -> Option<Seen> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Seen(seen)) => *seen,
-                _ => None,
-            }
-        }
-    };
-    ($field:ident, Flag) => {
-        #[inline]
-        pub(crate) fn $field(&self) -> Option<Flag> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Flag(flag)) => *flag,
-                _ => None,
-            }
-        }
-    };
-    ($field:ident, Bool) => {
-        #[inline]
-        pub(crate) fn $field(&self) -> Option<bool> {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::Bool(value)) => *value,
-                _ => None,
-            }
-        }
-    };
-    ($field:ident, IsList) => {
-        #[inline]
-        pub(crate) fn $field(&self) -> IsList {
-            match self.slot(Field::$field as u8) {
-                Some(Slot::IsList(list)) => *list,
-                _ => IsList(false),
-            }
-        }
-    };
-}
-
-/// Store a field's value in its place: a value of another type than its
-/// field takes is `None`; `null` holds nothing.
-fn store<'a>(obj: &mut Obj<'a>, field: Field, value: Value<'a>) -> Option<()> {
-    let slot = match (TAKES[field as usize], value) {
-        (_, Value::Null) | (Take::IsList, Value::IsList(false)) => return Some(()),
-        (Take::Text, Value::Text(text)) => Slot::Text(Some(text)),
-        (Take::Raw, Value::Raw(raw)) => Slot::Raw(Some(raw)),
-        (Take::Node, Value::Node(node)) => Slot::Node(Some(node)),
-        (Take::Seen, Value::Seen) => Slot::Seen(Some(Seen)),
-        (Take::Flag, Value::Flag(flag)) => Slot::Flag(Some(flag)),
-        (Take::Bool, Value::Bool(value)) => Slot::Bool(Some(value)),
-        (Take::IsList, Value::IsList(true)) => Slot::IsList(IsList(true)),
-        _ => return None,
-    };
-    obj.hold(field as u8, slot).then_some(())
 }
 
 // Each key [`Obj`] reads: its field, and how its value is read (the
@@ -216,9 +120,7 @@ keys! {
     name: "name" => Text,
     toolName: "toolName" => Text,
     role: "role" => Text,
-    // `"object": "list"` (an OpenAI list of items).
     object: "object" => IsList,
-    // Containers: each holds messages, items, blocks or calls.
     messages: "messages" => Node,
     contents: "contents" => Node,
     choices: "choices" => Node,
@@ -233,7 +135,6 @@ keys! {
     invalid_tool_calls: "invalid_tool_calls" => Raw,
     toolCalls: "toolCalls" => Node,
     toolInvocations: "toolInvocations" => Raw,
-    // One call or one result each.
     function: "function" => Node,
     function_call: "function_call" => Raw,
     functionCall: "functionCall" => Node,
@@ -243,8 +144,6 @@ keys! {
     functionResponse: "functionResponse" => Raw,
     function_response: "function_response" => Raw,
     toolResult: "toolResult" => Raw,
-    // Raw until read: containers that may also be arguments or result
-    // content, arguments, and result content.
     content: "content" => Raw,
     output: "output" => Raw,
     input: "input" => Raw,
@@ -257,12 +156,10 @@ keys! {
     args: "args" => Raw,
     action: "action" => Raw,
     error: "error" => Raw,
-    // Ids and status.
     call_id: "call_id" => Text,
     tool_call_id: "tool_call_id" => Text,
     tool_use_id: "tool_use_id" => Text,
     toolCallId: "toolCallId" => Text,
-    // An `mcp_approval_response`'s decision.
     approve: "approve" => Flag,
     is_error: "is_error" => Bool,
     isError: "isError" => Bool,
@@ -270,7 +167,6 @@ keys! {
     state: "state" => Raw,
     partialArgs: "partialArgs" => Seen,
     willContinue: "willContinue" => Bool,
-    // Requests and JSON-RPC.
     jsonrpc: "jsonrpc" => Seen,
     method: "method" => Raw,
     tools: "tools" => Raw,
@@ -307,13 +203,11 @@ fn is_container(field: Field) -> bool {
 /// Whether what the object said so far makes it a tool result, whose
 /// content is read as a container by no reader: not read ahead.
 fn is_result(obj: &Obj<'_>) -> bool {
-    matches!(obj.role().as_deref(), Some("tool" | "function"))
-        || obj.tool_call_id().is_some()
-        || obj.tool_use_id().is_some()
+    matches!(obj.role.as_deref(), Some("tool" | "function"))
+        || obj.tool_call_id.is_some()
+        || obj.tool_use_id.is_some()
         || matches!(
-            obj.kind()
-                .as_deref()
-                .and_then(crate::detect::positions::tag),
+            obj.kind.as_deref().and_then(crate::detect::positions::tag),
             Some(crate::detect::positions::Tag::Result(_))
         )
 }
@@ -838,14 +732,12 @@ pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
 
 /// Whether a string's byte ends a run of plain text: a quote, a backslash
 /// or a control character.
-#[inline]
 pub(crate) fn is_special(byte: u8) -> bool {
     byte == b'"' || byte == b'\\' || byte < 0x20
 }
 
 /// Eight bytes' special ones ([`is_special`]): the high bit of the lowest
 /// one's byte is the lowest bit set (bytes above it may be marked wrongly).
-#[inline]
 pub(crate) fn special_mask(chunk: [u8; 8]) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -855,6 +747,86 @@ pub(crate) fn special_mask(chunk: [u8; 8]) -> u64 {
     let zero = |w: u64| w.wrapping_sub(ONES) & !w;
     let control = word.wrapping_sub(ONES * 0x20) & !word;
     (zero(quote) | zero(slash) | control) & HIGH
+}
+
+/// A value into a field of the matching type; `None` on a mismatch (a
+/// table error, which the tests catch).
+trait Put<'a>: Sized {
+    fn put(value: Value<'a>) -> Option<Self>;
+}
+
+fn put<'a, T: Put<'a>>(slot: &mut T, value: Value<'a>) -> Option<()> {
+    *slot = T::put(value)?;
+    Some(())
+}
+
+impl<'a, T: Put<'a>> Put<'a> for Option<T> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Null => Some(None),
+            other => T::put(other).map(Some),
+        }
+    }
+}
+
+impl<'a> Put<'a> for Cow<'a, str> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Raw<'a> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Raw(raw) => Some(raw),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Node<'a> {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Node(node) => Some(node),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for Seen {
+    fn put(value: Value<'a>) -> Option<Self> {
+        matches!(value, Value::Seen).then_some(Seen)
+    }
+}
+
+impl<'a> Put<'a> for Flag {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Flag(flag) => Some(flag),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for bool {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Put<'a> for IsList {
+    fn put(value: Value<'a>) -> Option<Self> {
+        match value {
+            Value::IsList(list) => Some(IsList(list)),
+            _ => None,
+        }
+    }
 }
 
 /// For the tests and the `detect` fuzz target: read `text` both ways
@@ -1070,7 +1042,7 @@ mod tests {
             let Some(Node::Object(root)) = document(text, None, 128) else {
                 panic!("{text}");
             };
-            let raw = root.content().expect("content");
+            let raw = root.content.expect("content");
             root.read_ahead.node(raw).is_some()
         };
         let block = r#"{"type":"tool_use","id":"t","name":"f","input":{"q":[1]}}"#;

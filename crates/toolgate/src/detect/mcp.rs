@@ -13,11 +13,11 @@ use crate::verdict::ViolationCode;
 /// `function`, ...): the params say two things.
 fn other_reading(p: &Obj<'_>) -> Option<&'static str> {
     [
-        ("toolName", p.toolName().is_some()),
-        ("input", p.input().is_some()),
-        ("args", p.args().is_some()),
-        ("params", p.params().is_some()),
-        ("parameters", p.parameters().is_some()),
+        ("toolName", p.toolName.is_some()),
+        ("input", p.input.is_some()),
+        ("args", p.args.is_some()),
+        ("params", p.params.is_some()),
+        ("parameters", p.parameters.is_some()),
     ]
     .into_iter()
     .find_map(|(key, there)| there.then_some(key))
@@ -27,9 +27,9 @@ fn other_reading(p: &Obj<'_>) -> Option<&'static str> {
 /// One JSON-RPC message.
 pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
     out.saw(Format::Mcp);
-    let id = id_text(o.id());
-    if is(o.method(), "tools/call") {
-        let params = match o.params() {
+    let id = id_text(o.id);
+    if is(o.method, "tools/call") {
+        let params = match o.params {
             Some(raw) if raw.get().starts_with('{') => Some(parse_node(raw)?),
             _ => None,
         };
@@ -37,20 +37,26 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
             Some(Node::Object(p)) => Some(&**p),
             _ => None,
         };
-        let name = params.and_then(|p| p.name().as_deref());
-        match (params, params.and_then(other_reading), name) {
-            (Some(_), Some(other), _) => out.violation(
+        match (params, params.and_then(other_reading)) {
+            (Some(_), Some(other)) => out.violation(
                 ViolationCode::MalformedPayload,
                 format!(
                     "a tools/call request's params hold `{other}` beside `name` and `arguments`: a server may read either"
                 ),
             ),
-            (Some(p), None, Some(name)) => out.call(
+            (
+                Some(Obj {
+                    name: Some(name),
+                    arguments,
+                    ..
+                }),
+                None,
+            ) => out.call(
                 Format::Mcp,
                 CallKind::Function,
                 id.as_deref(),
                 name,
-                p.arguments().map_or(ArgSource::Absent, ArgSource::Inline),
+                arguments.map_or(ArgSource::Absent, ArgSource::Inline),
             ),
             _ => out.violation(
                 ViolationCode::MalformedPayload,
@@ -59,26 +65,26 @@ pub(crate) fn message(o: &Obj<'_>, out: &mut Collector<'_>) -> Result<()> {
         }
         return Ok(());
     }
-    if let Some(params) = o.params().filter(|p| p.get().starts_with('{')) {
+    if let Some(params) = o.params.filter(|p| p.get().starts_with('{')) {
         // Another request (a sampling request's messages): read as any
         // object.
         if let Node::Object(p) = parse_node(params)? {
             object(&p, Slot::Inner, out)?;
         }
     }
-    let Some(result) = o.result().filter(|r| r.get().starts_with('{')) else {
+    let Some(result) = o.result.filter(|r| r.get().starts_with('{')) else {
         return Ok(());
     };
     let Node::Object(r) = parse_node(result)? else {
         return Ok(());
     };
-    if r.role().is_none() && (r.content().is_some() || r.isError().is_some()) {
+    if r.role.is_none() && (r.content.is_some() || r.isError.is_some()) {
         out.result(
             Format::Mcp,
             id.as_deref(),
             None,
-            r.content(),
-            r.isError().unwrap_or(false),
+            r.content,
+            r.isError.unwrap_or(false),
         );
         return Ok(());
     }

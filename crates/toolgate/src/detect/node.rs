@@ -327,233 +327,148 @@ const fn signature(key: &[u8]) -> usize {
     ((key[0] | 0x20) as usize & 31) * 32 + (key.len() & 31)
 }
 
-/// The keys of an object that any reader looks at: the values it holds of
-/// the fast reader's table of keys ([`KEYS`], one field each, read through
-/// a method of the field's name), and its rare keys and what was read of it
-/// in passing. Only the values it holds take room (a view is under 400
-/// bytes, not one slot for each of the table's keys), in the order they
-/// come, whichever reader made the view.
-///
-/// [`KEYS`]: crate::detect::fast::KEYS
+/// The keys of an object that any reader looks at.
+#[derive(Debug, Default, Deserialize)]
+#[allow(non_snake_case)] // the wire's own spellings
 pub(crate) struct Obj<'a> {
-    /// Where each field's value is among `values`, by field number: one
-    /// more than its place, 0 when the object holds none.
-    at: [u8; FIELDS],
-    /// The values, in the order they come.
-    values: Values<'a>,
+    #[serde(borrow, rename = "type")]
+    pub(crate) kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) id: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolName: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) role: Option<Cow<'a, str>>,
+    /// `"object": "list"` (an OpenAI list of items).
+    #[serde(default)]
+    pub(crate) object: IsList,
+
+    // Containers: each holds messages, items, blocks or calls.
+    #[serde(borrow)]
+    pub(crate) messages: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) contents: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) choices: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) candidates: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) message: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) delta: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) parts: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) steps: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) kwargs: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) additional_kwargs: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) tool_calls: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) invalid_tool_calls: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolCalls: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolInvocations: Option<Raw<'a>>,
+
+    // One call or one result each.
+    #[serde(borrow)]
+    pub(crate) function: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) function_call: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) functionCall: Option<Node<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolUse: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) custom: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolInvocation: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) functionResponse: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) function_response: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) toolResult: Option<Raw<'a>>,
+
+    // Raw until read: containers that may also be arguments or result
+    // content, arguments, and result content.
+    #[serde(borrow)]
+    pub(crate) content: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) output: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) input: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) response: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) result: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) data: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) arguments: Option<Raw<'a>>,
     /// Arguments the fast reader read in passing (of `arguments`, or of
     /// `input` or `args` when an object); the first reading of them takes
     /// them.
+    #[serde(skip)]
     pub(crate) arguments_read: ReadInPassing,
     /// A container kept raw that the fast reader read ahead.
+    #[serde(skip)]
     pub(crate) read_ahead: ReadAhead<'a>,
+    #[serde(borrow)]
+    pub(crate) params: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) parameters: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) args: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) action: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) error: Option<Raw<'a>>,
+
+    // Ids and status.
+    #[serde(borrow)]
+    pub(crate) call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) toolCallId: Option<Cow<'a, str>>,
+    /// An `mcp_approval_response`'s decision.
+    pub(crate) approve: Option<Flag>,
+    pub(crate) is_error: Option<bool>,
+    pub(crate) isError: Option<bool>,
+    #[serde(borrow)]
+    pub(crate) status: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) state: Option<Raw<'a>>,
+    pub(crate) partialArgs: Option<Seen>,
+    pub(crate) willContinue: Option<bool>,
+
+    // Requests and JSON-RPC.
+    pub(crate) jsonrpc: Option<Seen>,
+    #[serde(borrow)]
+    pub(crate) method: Option<Raw<'a>>,
+    #[serde(borrow)]
+    pub(crate) tools: Option<Raw<'a>>,
+    pub(crate) model: Option<Seen>,
+    pub(crate) system: Option<Seen>,
+    pub(crate) inputSchema: Option<Seen>,
+    pub(crate) input_schema: Option<Seen>,
+    pub(crate) previous_response_id: Option<Seen>,
     /// The rare keys it holds ([`positions::RARE`] rows, with their
     /// values), in the order they come: containers few shapes use, and a
     /// hosted call's own arguments.
     ///
     /// [`positions::RARE`]: crate::detect::positions::RARE
+    #[serde(skip)]
     pub(crate) rare_keys: RareKeys<'a>,
-}
-
-/// How many fields [`Obj`] has room for (the fast reader's table has fewer;
-/// a test holds it to this).
-pub(crate) const FIELDS: usize = 64;
-
-impl Default for Obj<'_> {
-    fn default() -> Self {
-        Obj {
-            at: [0; FIELDS],
-            values: Values::default(),
-            arguments_read: ReadInPassing::default(),
-            read_ahead: ReadAhead::default(),
-            rare_keys: RareKeys::new(),
-        }
-    }
-}
-
-/// The value of one of [`Obj`]'s fields, as its field takes it: a string
-/// (escapes decoded), a raw value, a node, a value only seen, a flag, a
-/// boolean, whether it is `"list"`. A key whose value is `null` holds none.
-#[derive(Debug)]
-pub(crate) enum Slot<'a> {
-    Text(Option<Cow<'a, str>>),
-    Raw(Option<Raw<'a>>),
-    Node(Option<Node<'a>>),
-    Seen(Option<Seen>),
-    Flag(Option<Flag>),
-    Bool(Option<bool>),
-    IsList(IsList),
-}
-
-impl<'a> Obj<'a> {
-    /// The value of field number `field`, if it holds one.
-    #[inline]
-    pub(crate) fn slot(&self, field: u8) -> Option<&Slot<'a>> {
-        match self.at.get(usize::from(field)) {
-            None | Some(0) => None,
-            Some(&at) => self.values.get(usize::from(at) - 1),
-        }
-    }
-
-    /// Hold `slot` as the value of field number `field`; false when it
-    /// holds one already (or `field` is past the room, or the object holds
-    /// every value it has room for: neither can happen with the table's
-    /// keys, each held once).
-    #[inline]
-    pub(crate) fn hold(&mut self, field: u8, slot: Slot<'a>) -> bool {
-        let len = self.values.len();
-        match (self.at.get_mut(usize::from(field)), u8::try_from(len + 1)) {
-            (Some(at @ 0), Ok(next)) => {
-                *at = next;
-                self.values.push(slot);
-                true
-            }
-            _ => false,
-        }
-    }
-}
-
-/// How many of a view's values it keeps in place: as many as most objects
-/// hold of the table's keys (a Responses `function_call` holds six).
-const IN_PLACE: usize = 6;
-
-/// A view's values, in the order they come: the first [`IN_PLACE`] in
-/// place, the rest in a list of their own. (A `SmallVec` would do, but the
-/// view must stay covariant in its lifetime, for the one empty view that
-/// every object holding no key shares.)
-#[derive(Default)]
-struct Values<'a> {
-    first: [Option<Slot<'a>>; IN_PLACE],
-    rest: Vec<Slot<'a>>,
-    len: usize,
-}
-
-impl<'a> Values<'a> {
-    #[inline]
-    fn get(&self, at: usize) -> Option<&Slot<'a>> {
-        match self.first.get(at) {
-            Some(slot) => slot.as_ref(),
-            None => self.rest.get(at - IN_PLACE),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn push(&mut self, slot: Slot<'a>) {
-        match self.first.get_mut(self.len) {
-            Some(place) => *place = Some(slot),
-            None => self.rest.push(slot),
-        }
-        self.len += 1;
-    }
-}
-
-impl std::fmt::Debug for Obj<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut view = f.debug_struct("Obj");
-        for (field, key) in crate::detect::fast::KEYS.iter().enumerate() {
-            if let Some(value) = u8::try_from(field).ok().and_then(|field| self.slot(field)) {
-                view.field(key, value);
-            }
-        }
-        view.field("arguments_read", &self.arguments_read)
-            .field("read_ahead", &self.read_ahead)
-            .field("rare_keys", &self.rare_keys)
-            .finish()
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Obj<'a> {
-    /// Read as a struct of the table's keys, each an `Option` of its
-    /// field's type, would be: any other key's value ignored, a key given
-    /// twice refused (`null` or not), and each value refused as its type's
-    /// reader refuses it.
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        de.deserialize_map(ObjVisitor(std::marker::PhantomData))
-    }
-}
-
-struct ObjVisitor<'a>(std::marker::PhantomData<&'a ()>);
-
-impl<'de: 'a, 'a> Visitor<'de> for ObjVisitor<'a> {
-    type Value = Obj<'a>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("struct Obj")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Obj<'a>, A::Error> {
-        use crate::detect::fast::{field_take, Take, KEYS};
-        let mut obj = Obj::default();
-        let mut seen = 0_u64;
-        while let Some(key) = map.next_key_seed(KeyText)? {
-            let Some((field, take)) = field_take(&key) else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-                continue;
-            };
-            let bit = 1_u64 << field;
-            if seen & bit != 0 {
-                return Err(serde::de::Error::duplicate_field(KEYS[usize::from(field)]));
-            }
-            seen |= bit;
-            let slot = match take {
-                Take::Text => map
-                    .next_value::<Option<Text<'a>>>()?
-                    .map(|text| Slot::Text(Some(text.0))),
-                Take::Raw => map
-                    .next_value::<Option<Raw<'a>>>()?
-                    .map(|raw| Slot::Raw(Some(raw))),
-                Take::Node => map
-                    .next_value::<Option<Node<'a>>>()?
-                    .map(|node| Slot::Node(Some(node))),
-                Take::Seen => map
-                    .next_value::<Option<Seen>>()?
-                    .map(|seen| Slot::Seen(Some(seen))),
-                Take::Flag => map
-                    .next_value::<Option<Flag>>()?
-                    .map(|flag| Slot::Flag(Some(flag))),
-                Take::Bool => map
-                    .next_value::<Option<bool>>()?
-                    .map(|value| Slot::Bool(Some(value))),
-                Take::IsList => {
-                    let list: IsList = map.next_value()?;
-                    list.0.then_some(Slot::IsList(list))
-                }
-            };
-            if let Some(slot) = slot {
-                obj.hold(field, slot);
-            }
-        }
-        Ok(obj)
-    }
-}
-
-/// A string's text, borrowed where it has no escape.
-struct Text<'a>(Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Text<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Text<'a>, E> {
-                Ok(Text(Cow::Owned(v)))
-            }
-        }
-        de.deserialize_str(V(std::marker::PhantomData))
-    }
+    pub(crate) conversation: Option<Seen>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Node<'a> {
@@ -965,7 +880,6 @@ pub(crate) enum Special {
 /// Eight bytes at a time, each run copied whole and the write position
 /// moved only to where it stops: in text dense with escapes the runs are
 /// short, and a copy of their own length costs more than the run.
-#[inline]
 pub(crate) fn decode_with(
     bytes: &[u8],
     out: &mut Vec<u8>,
@@ -1201,42 +1115,14 @@ mod tests {
         }
     }
 
-    /// An `Obj` is made for every object of a payload that holds a key of
-    /// the table (others share one empty view): its values take room only
-    /// for the keys it holds, so that a payload of many small objects (8
-    /// MiB of `{"id":1}`) is not read into 100 times its size. A view
-    /// stays under 400 bytes, and the table within the room of its index
-    /// and of the readers' `u64` masks of keys seen.
+    /// An `Obj` is allocated per object of a payload that holds a key of
+    /// the table (others share one empty view): small enough for the
+    /// allocators' fast size classes (glibc's per-thread cache takes
+    /// requests up to 1032 bytes, mimalloc's small pages blocks up to
+    /// 1 KiB). Keys few shapes use go to its short list of rare keys.
     #[test]
-    fn an_obj_takes_room_for_the_keys_it_holds() {
+    fn an_obj_stays_within_a_kibibyte() {
         let size = std::mem::size_of::<super::Obj<'_>>();
-        assert!(size <= 400, "{size}");
-        assert!(crate::detect::fast::KEYS.len() <= super::FIELDS.min(64));
-    }
-
-    /// Values held past the ones kept in place, in any order of fields,
-    /// are each read back under their own field, and a field is held once.
-    #[test]
-    fn an_obj_holds_each_field_once_past_its_places() {
-        use super::{Obj, Raw, Slot};
-        let texts: Vec<String> = (0..20).map(|n| format!("{n}")).collect();
-        let fields: Vec<u8> = (0..20).map(|n| (n * 7 + 3) % 61).collect();
-        let mut obj = Obj::default();
-        for (field, text) in fields.iter().zip(&texts) {
-            assert!(obj.hold(*field, Slot::Raw(Some(Raw::checked(text)))));
-        }
-        assert!(!obj.hold(fields[3], Slot::Raw(None)));
-        for (field, text) in fields.iter().zip(&texts) {
-            match obj.slot(*field) {
-                Some(Slot::Raw(Some(raw))) => assert_eq!(raw.get(), text),
-                other => panic!("field {field}: {other:?}"),
-            }
-        }
-        let held: std::collections::HashSet<u8> = fields.iter().copied().collect();
-        for field in (0..64).filter(|field| !held.contains(field)) {
-            assert!(obj.slot(field).is_none(), "{field}");
-        }
-        assert!(obj.slot(200).is_none());
-        assert!(!obj.hold(200, Slot::Raw(None)));
+        assert!(size <= 1024, "{size}");
     }
 }

@@ -74,10 +74,10 @@ pub(crate) struct Container {
 /// pass (`node`) or kept as raw text (`raw`).
 macro_rules! field {
     ($o:ident, $field:ident, node) => {
-        $o.$field().as_ref().map(Field::Node)
+        $o.$field.as_ref().map(Field::Node)
     };
     ($o:ident, $field:ident, raw) => {
-        $o.$field().map(Field::Raw)
+        $o.$field.map(Field::Raw)
     };
 }
 

@@ -1,5 +1,5 @@
 //! The arena a thread's fast reader keeps a document's views in
-//! ([`Held::Arena`](super::node::Held)): a payload's views (some 400 bytes
+//! ([`Held::Arena`](super::node::Held)): a payload's views (about 1 KiB
 //! each, one for every object holding a key some reader looks at, tens a
 //! payload) take memory the previous document used and gave back at once,
 //! rather than a heap allocation and free each, which for more than a few
