@@ -823,7 +823,15 @@ fn compile_all(
         }
     };
     std::thread::scope(|scope| {
-        let others: Vec<_> = (1..threads).map(|_| scope.spawn(compile)).collect();
+        // A thread that cannot start leaves its share to the others (the
+        // calling thread takes every schema left).
+        let others: Vec<_> = (1..threads)
+            .filter_map(|_| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, compile)
+                    .ok()
+            })
+            .collect();
         let mine = compile();
         for (decl, schema) in others
             .into_iter()
