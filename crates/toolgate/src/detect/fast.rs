@@ -485,7 +485,7 @@ impl<'a> Scan<'a> {
             self.spend(std::mem::size_of::<Obj<'_>>())?;
         }
         let arena = self.arena;
-        Some(made.get_or_insert_with(|| Held::new(arena)).get_mut())
+        Some(made.get_or_insert_with(|| Held::new(arena)))
     }
 
     /// Spend `bytes` of the allowance for reading ahead, when reading

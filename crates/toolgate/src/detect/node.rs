@@ -210,8 +210,21 @@ impl<'a> Held<'a> {
             None => Held::Heap(Box::default()),
         }
     }
+}
 
-    pub(crate) fn get_mut(&mut self) -> &mut Obj<'a> {
+impl<'a> std::ops::Deref for Held<'a> {
+    type Target = Obj<'a>;
+
+    fn deref(&self) -> &Obj<'a> {
+        match self {
+            Held::Heap(obj) => obj,
+            Held::Arena(obj) => obj,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
         match self {
             Held::Heap(obj) => obj,
             Held::Arena(obj) => obj,
@@ -252,8 +265,7 @@ impl<'a> std::ops::Deref for ObjBox<'a> {
 
     fn deref(&self) -> &Obj<'a> {
         match &self.0 {
-            Some(Held::Heap(obj)) => obj,
-            Some(Held::Arena(obj)) => obj,
+            Some(obj) => obj,
             None => EMPTY.with(|empty| *empty),
         }
     }

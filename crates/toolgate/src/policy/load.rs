@@ -791,7 +791,8 @@ const COMPILED_AT_ONCE: usize = 4;
 
 /// The compiled schema of each declaration that has parameters (`None` for
 /// the others), compiled on every core: a large policy's schemas are most
-/// of its load time, which a run spends before it checks anything.
+/// of its load time, which a run spends before it checks anything. Empty
+/// when there are too few to share out, or one core.
 fn compile_all(
     decls: &[(String, ToolDecl)],
     validate_formats: bool,
@@ -802,15 +803,15 @@ fn compile_all(
         .filter(|(_, (_, decl))| decl.kind == DeclaredKind::Function)
         .filter_map(|(at, (_, decl))| Some((at, decl.parameters.as_ref()?)))
         .collect();
-    let mut compiled: Vec<Option<Result<ArgumentSchema, String>>> =
-        std::iter::repeat_with(|| None).take(decls.len()).collect();
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(wanted.len() / COMPILED_AT_ONCE);
     if threads < 2 {
-        // Compiled where they are declared, one after the other.
-        return compiled;
+        // None here: compiled where they are declared, one after the other.
+        return Vec::new();
     }
+    let mut compiled: Vec<Option<Result<ArgumentSchema, String>>> =
+        std::iter::repeat_with(|| None).take(decls.len()).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let compile = || {
         let mut done = Vec::new();
