@@ -47,7 +47,7 @@ pub mod verdict;
 pub use check::{CheckOptions, DeclaredTools, Passing, RateCounter};
 pub use detect::{
     detect, detect_to_judge, detect_with, Assembler, Detection, Limits, StreamEvent,
-    ToolDeclarations,
+    ToolDeclarations, MAX_ENVELOPE_OBJECTS,
 };
 pub use model::{
     Answers, ArgumentError, ArgumentErrorReason, Arguments, CallKind, Caller, ContentShape, Format,

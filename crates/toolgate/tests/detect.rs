@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::json;
 use toolgate::{
     detect, detect_with, ArgumentErrorReason, Arguments, CallKind, Detection, Format, Limits,
-    ViolationCode,
+    ViolationCode, MAX_ENVELOPE_OBJECTS,
 };
 
 fn names(found: &Detection) -> Vec<&str> {
@@ -407,6 +407,105 @@ fn limits_are_violations_not_crashes() {
     );
     let found = detect(nested.as_bytes());
     assert!(!found.is_clean());
+}
+
+/// `n` copies of `item` joined by commas, between `head` and `tail`.
+fn repeated(head: &str, item: &str, n: usize, tail: &str) -> String {
+    let mut text = String::from(head);
+    text.push_str(&vec![item; n].join(","));
+    text.push_str(tail);
+    text
+}
+
+#[test]
+fn a_payload_of_many_tiny_objects_is_bounded_not_read_into_views() {
+    let limits = Limits::default();
+    let over = MAX_ENVELOPE_OBJECTS + 1;
+    // (payload, refused): refused when more views than the bound would be
+    // alive at once.
+    let payloads = [
+        // The fast reader's views.
+        (repeated("[", r#"{"id":1}"#, over, "]"), true),
+        (
+            repeated(r#"{"messages":["#, r#"{"role":"u"}"#, over, "]}"),
+            true,
+        ),
+        // A number the fast reader leaves to the reference one.
+        (repeated("[", r#"{"id":1}"#, over, r#",{"id":1e5}]"#), true),
+        // Content blocks read after the envelope, from its raw text.
+        (
+            repeated(
+                r#"{"messages":[{"role":"user","content":["#,
+                r#"{"type":"x"}"#,
+                over,
+                "]}]}",
+            ),
+            true,
+        ),
+        // As many spread over messages, each message's blocks read and
+        // let go in turn: never that many at once.
+        (
+            repeated(
+                r#"{"messages":["#,
+                r#"{"role":"user","content":[{"type":"x"},{"type":"x"},{"type":"x"},{"type":"x"}]}"#,
+                over / 4,
+                "]}",
+            ),
+            false,
+        ),
+        // A stream's events, one document each.
+        (
+            repeated(
+                "",
+                r#"data: {"choices":[{"delta":{"role":"assistant"}}]}"#,
+                over,
+                "\n\n",
+            )
+            .replace(',', "\n\n"),
+            false,
+        ),
+    ];
+    for (payload, refused) in &payloads {
+        assert!(payload.len() <= limits.max_payload_bytes);
+        let found = detect_with(payload.as_bytes(), &limits);
+        let start = &payload[..40];
+        if !refused {
+            assert!(
+                found.violations.is_empty(),
+                "{start}: {:?}",
+                found.violations
+            );
+            continue;
+        }
+        assert_eq!(
+            payload_codes(&found),
+            [ViolationCode::InputLimitExceeded],
+            "{start}"
+        );
+        let message = &found.violations[0].message;
+        assert!(
+            message.starts_with(&format!(
+                "the payload holds more than {MAX_ENVELOPE_OBJECTS} objects of its envelope"
+            )),
+            "{message}"
+        );
+    }
+    // At the bound (the root, the messages, the call and its `function`),
+    // a payload is read, and the views of those refused above were all
+    // given back; one message more is refused.
+    let conversation = |texts: usize| {
+        repeated(
+            r#"{"messages":["#,
+            r#"{"role":"user","content":"hi"}"#,
+            texts,
+            r#",{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]}"#,
+        )
+    };
+    let found = detect_with(conversation(MAX_ENVELOPE_OBJECTS - 4).as_bytes(), &limits);
+    assert!(found.violations.is_empty(), "{:?}", found.violations);
+    assert_eq!(names(&found), ["f"]);
+    let found = detect_with(conversation(MAX_ENVELOPE_OBJECTS - 3).as_bytes(), &limits);
+    assert_eq!(payload_codes(&found), [ViolationCode::InputLimitExceeded]);
 }
 
 #[test]

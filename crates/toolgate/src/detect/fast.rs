@@ -479,13 +479,15 @@ impl<'a> Scan<'a> {
     }
 
     /// The view of the object being read, made at its first key of the
-    /// table: read ahead, its bytes count against the allowance.
+    /// table: read ahead, its bytes count against the allowance. `None`
+    /// past [`MAX_ENVELOPE_OBJECTS`](crate::detect::limits::MAX_ENVELOPE_OBJECTS)
+    /// views, which the reference reader then reports.
     fn view<'v>(&mut self, made: &'v mut Option<Held<'a>>) -> Option<&'v mut Obj<'a>> {
         if made.is_none() {
             self.spend(std::mem::size_of::<Obj<'_>>())?;
+            *made = Some(Held::new(self.arena)?);
         }
-        let arena = self.arena;
-        Some(made.get_or_insert_with(|| Held::new(arena)))
+        made.as_deref_mut()
     }
 
     /// Spend `bytes` of the allowance for reading ahead, when reading

@@ -33,6 +33,18 @@ pub const HARD_MAX_DEPTH: usize = 127;
 /// reader's stack small on every thread it runs on.
 pub const MAX_ENVELOPE_DEPTH: usize = 64;
 
+/// The most objects of an envelope (messages, content blocks, calls: any
+/// object holding a key toolgate reads) one payload may hold. Each is read
+/// into a view of about 1 KiB, so a payload of tiny objects (`[{"id":1},
+/// ...]`) would otherwise take over a hundred times its size; this bounds
+/// a thread's views to about 64 MiB. Calls are fewer still (`max_calls`),
+/// and result content and arguments are read as text, so real payloads
+/// stay far below it.
+pub const MAX_ENVELOPE_OBJECTS: usize = 65_536;
+
+/// How an error of the reader past [`MAX_ENVELOPE_OBJECTS`] begins.
+pub(crate) const TOO_MANY_OBJECTS: &str = "the envelope holds more than";
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -32,7 +32,7 @@ use self::collect::Collector;
 pub use self::declarations::ToolDeclarations;
 #[doc(hidden)]
 pub use self::fast::agrees as fast_path_agrees;
-pub use self::limits::Limits;
+pub use self::limits::{Limits, MAX_ENVELOPE_OBJECTS};
 use self::node::Node;
 pub use self::stream::{Assembler, StreamEvent};
 use crate::model::{Format, Framing, ToolCall, ToolResult};
@@ -247,7 +247,8 @@ pub fn is_upstream_error(body: &[u8]) -> bool {
 /// `input_limit_exceeded` for nesting past the parser's bound, else
 /// `malformed_payload`.
 pub(crate) fn code_of(err: &serde_json::Error) -> ViolationCode {
-    if err.to_string().starts_with("recursion limit exceeded") {
+    let text = err.to_string();
+    if text.starts_with("recursion limit exceeded") || text.starts_with(limits::TOO_MANY_OBJECTS) {
         ViolationCode::InputLimitExceeded
     } else {
         ViolationCode::MalformedPayload
@@ -265,6 +266,12 @@ pub(crate) fn json_error_message(what: &str, err: &serde_json::Error) -> String 
             limits::HARD_MAX_DEPTH
         };
         return format!("{what} nests deeper than {levels} levels ({position})");
+    }
+    if text.starts_with(limits::TOO_MANY_OBJECTS) {
+        return format!(
+            "{what} holds more than {} objects of its envelope (messages, content blocks, calls) ({position})",
+            limits::MAX_ENVELOPE_OBJECTS
+        );
     }
     if err.is_eof() {
         return format!("{what} is not valid JSON: it ends early ({position})");

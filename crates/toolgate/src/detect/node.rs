@@ -16,13 +16,17 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::detect::fast::{is_special, special, special_mask};
-use crate::detect::limits::MAX_ENVELOPE_DEPTH;
+use crate::detect::limits::{MAX_ENVELOPE_DEPTH, MAX_ENVELOPE_OBJECTS, TOO_MANY_OBJECTS};
 use crate::detect::tape::Tape;
 
 thread_local! {
     /// How many envelope objects and arrays the parser is inside, on this
     /// thread.
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// How many views ([`Held`]) are alive on this thread: a document's,
+    /// and those of the values read from it since. Views are made, read
+    /// and dropped within one detection, on its thread.
+    static VIEWS: Cell<usize> = const { Cell::new(0) };
 }
 
 /// One level of envelope nesting, left when dropped.
@@ -203,12 +207,39 @@ pub(crate) enum Held<'a> {
 }
 
 impl<'a> Held<'a> {
-    /// A view with no key yet, in `arena` when there is one.
-    pub(crate) fn new(arena: Option<&'a bumpalo::Bump>) -> Held<'a> {
-        match arena {
+    /// A view with no key yet, in `arena` when there is one; `None` when
+    /// the thread holds [`MAX_ENVELOPE_OBJECTS`] views already.
+    pub(crate) fn new(arena: Option<&'a bumpalo::Bump>) -> Option<Held<'a>> {
+        Held::count()?;
+        Some(match arena {
             Some(arena) => Held::Arena(bumpalo::boxed::Box::new_in(Obj::default(), arena)),
             None => Held::Heap(Box::default()),
+        })
+    }
+
+    /// `obj` on the heap, or the reader's error past
+    /// [`MAX_ENVELOPE_OBJECTS`] views.
+    fn heap<E: serde::de::Error>(obj: Obj<'a>) -> Result<Held<'a>, E> {
+        match Held::count() {
+            Some(()) => Ok(Held::Heap(Box::new(obj))),
+            None => Err(E::custom(format_args!(
+                "{TOO_MANY_OBJECTS} {MAX_ENVELOPE_OBJECTS} objects"
+            ))),
         }
+    }
+
+    /// Count one more view alive on the thread, if it may hold one more.
+    fn count() -> Option<()> {
+        VIEWS.with(|views| {
+            let alive = views.get();
+            (alive < MAX_ENVELOPE_OBJECTS).then(|| views.set(alive + 1))
+        })
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        VIEWS.with(|views| views.set(views.get().saturating_sub(1)));
     }
 }
 
@@ -512,9 +543,8 @@ impl<'de: 'a, 'a> Visitor<'de> for NodeVisitor<'a> {
             obj.rare_keys = rare;
             known = true;
         }
-        Ok(Node::Object(ObjBox(
-            known.then(|| Held::Heap(Box::new(obj))),
-        )))
+        let held = if known { Some(Held::heap(obj)?) } else { None };
+        Ok(Node::Object(ObjBox(held)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'a>, A::Error> {
