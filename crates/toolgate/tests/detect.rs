@@ -509,6 +509,47 @@ fn a_payload_of_many_tiny_objects_is_bounded_not_read_into_views() {
 }
 
 #[test]
+fn the_bound_on_views_near_it_and_in_a_stream() {
+    let limits = Limits::default();
+    // Just under the bound, with a container read ahead (an assistant
+    // message's content blocks): read, in debug builds too, which read
+    // such a container a second time to check it.
+    let blocks = vec![r#"{"type":"text","text":"a"}"#; 100].join(",");
+    let near = repeated(
+        r#"{"messages":["#,
+        r#"{"role":"user","content":"hi"}"#,
+        MAX_ENVELOPE_OBJECTS - 112,
+        &format!(r#",{{"role":"assistant","content":[{blocks}]}}]}}"#),
+    );
+    let found = detect_with(near.as_bytes(), &limits);
+    assert!(found.violations.is_empty(), "{:?}", found.violations);
+
+    // A stream event past the bound says so, as a whole payload does.
+    let event = repeated(
+        r#"data: {"choices":[{"delta":{"role":"assistant"}}],"messages":["#,
+        r#"{"role":"u"}"#,
+        MAX_ENVELOPE_OBJECTS + 1,
+        "]}\n\n",
+    );
+    let stream =
+        format!("data: {{\"choices\":[{{\"delta\":{{\"role\":\"assistant\"}}}}]}}\n\n{event}");
+    let found = detect_with(stream.as_bytes(), &limits);
+    let limit: Vec<_> = found
+        .violations
+        .iter()
+        .filter(|v| v.code == ViolationCode::InputLimitExceeded)
+        .collect();
+    assert_eq!(limit.len(), 1, "{:?}", found.violations);
+    assert!(
+        limit[0].message.starts_with(&format!(
+            "stream event 2 holds more than {MAX_ENVELOPE_OBJECTS} objects of its envelope"
+        )),
+        "{}",
+        limit[0].message
+    );
+}
+
+#[test]
 fn a_conversation_yields_every_turn_in_order() {
     let turn = |id: &str, name: &str| {
         json!({"role": "assistant", "content": [

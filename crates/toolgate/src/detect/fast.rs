@@ -700,6 +700,14 @@ fn check_read_ahead(raw: Raw<'_>, node: &Node<'_>) {
     CHECKING.with(|checking| checking.set(levels + 1));
     let parsed = crate::detect::node::parse_node(raw);
     CHECKING.with(|checking| checking.set(levels));
+    // Read again while the document's views are alive, its own views
+    // count twice: near the bound the second reading may be refused.
+    if parsed.as_ref().is_err_and(|err| {
+        err.to_string()
+            .starts_with(crate::detect::limits::TOO_MANY_OBJECTS)
+    }) {
+        return;
+    }
     assert!(
         parsed.is_ok_and(|parsed| format!("{parsed:?}") == format!("{node:?}")),
         "a container read ahead is read as its raw value reads: {}",

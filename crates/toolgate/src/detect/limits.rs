@@ -39,7 +39,11 @@ pub const MAX_ENVELOPE_DEPTH: usize = 64;
 /// ...]`) would otherwise take over a hundred times its size; this bounds
 /// a thread's views to about 64 MiB. Calls are fewer still (`max_calls`),
 /// and result content and arguments are read as text, so real payloads
-/// stay far below it.
+/// stay far below it. What is counted is the views alive at once on the
+/// thread: content read from the envelope's raw text counts while it is
+/// read, so within a few hundred objects of the bound whether a payload
+/// is refused can depend on what the reader holds at that moment (a
+/// container read ahead, say); past it, it always is.
 pub const MAX_ENVELOPE_OBJECTS: usize = 65_536;
 
 /// How an error of the reader past [`MAX_ENVELOPE_OBJECTS`] begins.

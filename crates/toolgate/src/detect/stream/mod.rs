@@ -58,9 +58,9 @@ use serde_json::value::RawValue;
 use self::calls::Calls;
 use self::probe::{Probe, Route};
 use self::sequence::{Document, Splitter};
-use crate::detect::limits::{self, Limits, HARD_MAX_DEPTH};
+use crate::detect::limits::{self, Limits};
 use crate::detect::sse::{self, Event, TooLarge};
-use crate::detect::{code_of, Detection};
+use crate::detect::{code_of, json_error_message, Detection};
 use crate::model::Framing;
 use crate::verdict::ViolationCode;
 
@@ -435,14 +435,12 @@ impl Assembler {
         let name = name.filter(|name| !name.is_empty());
         if let Err(err) = self.decode(trimmed, name) {
             self.calls.untracked();
-            if err.is_data() {
-                self.calls.violation(
-                    code_of(&err),
-                    format!("stream event {n} has a duplicate or mistyped field"),
-                );
+            let message = if err.is_data() && code_of(&err) != ViolationCode::InputLimitExceeded {
+                format!("stream event {n} has a duplicate or mistyped field")
             } else {
-                self.calls.violation(code_of(&err), json_problem(n, &err));
-            }
+                json_problem(n, &err)
+            };
+            self.calls.violation(code_of(&err), message);
         }
     }
 
@@ -541,7 +539,9 @@ impl Assembler {
 fn json_problem(n: usize, err: &serde_json::Error) -> String {
     let position = format!("line {} column {}", err.line(), err.column());
     if code_of(err) == ViolationCode::InputLimitExceeded {
-        format!("stream event {n} nests deeper than {HARD_MAX_DEPTH} levels ({position})")
+        // Which bound: the parser's or the envelope's depth, or the
+        // envelope's objects.
+        json_error_message(&format!("stream event {n}"), err)
     } else if err.is_eof() {
         format!("stream event {n} is not valid JSON: it ends early ({position})")
     } else {
