@@ -19,7 +19,11 @@ mod test;
 
 /// Checking allocates many small values per call, on every core at once
 /// in `eval`; mimalloc keeps that fast where glibc's allocator spends
-/// 40% of the time consolidating.
+/// 40% of the time consolidating. Built without transparent huge pages
+/// (`no_thp`): each 2 MiB page the allocator asked for was zeroed whole on
+/// first touch, a sixth of a one-line `eval`'s CPU; without them an
+/// `eval` of 100k traces peaks at 23 MiB rather than 36 and its start-up
+/// is 0.45 ms shorter.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
