@@ -7,6 +7,7 @@
 //! nothing again. [`lint`] reports every problem of a file at once.
 
 pub mod access;
+mod email;
 mod gemini;
 mod json_schema;
 mod load;

@@ -10,6 +10,7 @@ use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
 
 use crate::detect::tape::{Tape, TapeJson};
+use crate::policy::email::is_email;
 use crate::verdict::pointer;
 
 /// One compiled schema for a tool's arguments.
@@ -78,6 +79,7 @@ impl ArgumentSchema {
         }
         let on_tape = jsonschema::options_for::<TapeJson>()
             .should_validate_formats(validate_formats)
+            .with_format("email", is_email)
             .build(schema)
             .map_err(|err| describe_schema_error(&err))?;
         Ok(ArgumentSchema {
@@ -94,6 +96,7 @@ impl ArgumentSchema {
             .get_or_init(|| {
                 jsonschema::options()
                     .should_validate_formats(self.validate_formats)
+                    .with_format("email", is_email)
                     .build(&self.schema)
                     .map_err(|err| describe_schema_error(&err))
             })

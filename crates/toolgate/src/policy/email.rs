@@ -1,0 +1,191 @@
+//! The `email` format, decided in one pass over the bytes for the
+//! addresses tool calls send (`name@example.com`), with the very answer
+//! the `jsonschema` crate's own check gives; every other string is handed
+//! to that check.
+//!
+//! The crate's check parses the address with `email_address` (which looks
+//! for a display name, copies the address into a `String` and walks it
+//! by `char` more than once) and then checks the domain as a hostname: a
+//! fifth of a payload's time when its calls carry email arguments. For a
+//! string of ASCII letters, digits, `.`, one `@` and the other characters
+//! RFC 5322 allows in an unquoted local part, both steps come down to a
+//! few rules on its local part and its domain's labels, checked here:
+//!
+//! - the local part: 1 to 64 bytes, no empty part between dots
+//!   (`email_address`'s dot-atom; every byte left is `atext`);
+//! - the domain: 1 to 253 bytes of letters, digits, `-` and `.` (the
+//!   crate's hostname check, stricter than `email_address`'s 254 and
+//!   `atext`), labels of 1 to 63 bytes that neither begin nor end with
+//!   `-` (both checks).
+//!
+//! A domain label with `--` in its third and fourth bytes (an IDNA
+//! A-label, checked by decoding it) is handed over, as is any string with
+//! another byte: quoted local parts, display names, address literals,
+//! non-ASCII text. `tests` holds the two to the same answers.
+
+use std::sync::OnceLock;
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+/// Bytes of an address this module decides: ASCII letters and digits,
+/// `.`, `@`, and the rest of RFC 5322's `atext`.
+const DECIDED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte: u8 = 0;
+    while byte < 128 {
+        table[byte as usize] = matches!(byte,
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'@'
+            | b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'/'
+            | b'=' | b'?' | b'^' | b'_' | b'`' | b'{' | b'|' | b'}' | b'~');
+        byte += 1;
+    }
+    table
+};
+
+/// Whether `text` is an `email` as the `jsonschema` crate checks it.
+pub(crate) fn is_email(text: &str) -> bool {
+    decide(text.as_bytes()).unwrap_or_else(|| crate_check(text))
+}
+
+/// The answer for an address of [`DECIDED`] bytes with one `@` and no
+/// A-label in its domain; `None` for any other string.
+fn decide(bytes: &[u8]) -> Option<bool> {
+    let mut at = None;
+    for (i, &byte) in bytes.iter().enumerate() {
+        if !DECIDED[usize::from(byte)] {
+            return None;
+        }
+        if byte == b'@' {
+            if at.is_some() {
+                return None;
+            }
+            at = Some(i);
+        }
+    }
+    let at = at?;
+    let (local, domain) = (&bytes[..at], &bytes[at + 1..]);
+    let mut valid = !local.is_empty()
+        && local.len() <= 64
+        && local.split(|&b| b == b'.').all(|part| !part.is_empty())
+        && !domain.is_empty()
+        && domain.len() <= 253;
+    for label in domain.split(|&b| b == b'.') {
+        if label.len() >= 4 && label[2] == b'-' && label[3] == b'-' {
+            return None;
+        }
+        valid &= !label.is_empty()
+            && label.len() <= 63
+            && label[0] != b'-'
+            && label[label.len() - 1] != b'-'
+            && label
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-');
+    }
+    Some(valid)
+}
+
+/// The `jsonschema` crate's own `email` check.
+fn crate_check(text: &str) -> bool {
+    static CHECK: OnceLock<Option<Validator>> = OnceLock::new();
+    CHECK
+        .get_or_init(|| {
+            jsonschema::options()
+                .should_validate_formats(true)
+                .build(&serde_json::json!({"format": "email"}))
+                .ok()
+        })
+        .as_ref()
+        .is_some_and(|check| check.is_valid(&Value::String(text.to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn agree(text: &str) {
+        assert_eq!(is_email(text), crate_check(text), "{text:?}");
+    }
+
+    #[test]
+    fn decided_addresses_get_the_crate_answer() {
+        for text in [
+            "a@b",
+            "name@example.com",
+            "first.last+tag@sub.example.co.uk",
+            "x@example-.com",
+            "x@-example.com",
+            "x@exa_mple.com",
+            "x@example..com",
+            "x@example.com.",
+            ".x@example.com",
+            "x.@example.com",
+            "x..y@example.com",
+            "@example.com",
+            "x@",
+            "x@@example.com",
+            "a@b@example.com",
+            "x@xn--nxasmq6b.com",
+            "x@ab--cd.com",
+            "x@ab-cd.com",
+            "!#$%&'*+-/=?^_`{|}~@example.com",
+            "\"\"@example.com",
+            "\"quoted name\"@example.com",
+            "Name <x@example.com>",
+            "x@[127.0.0.1]",
+            "x@[IPv6:::1]",
+            "jöhn@example.com",
+            "x@exämple.com",
+            "x y@example.com",
+            "",
+            "@",
+            ".",
+        ] {
+            agree(text);
+        }
+        let long_label = "a".repeat(63);
+        agree(&format!("x@{long_label}.com"));
+        agree(&format!("x@{long_label}b.com"));
+        agree(&format!("{}@example.com", "a".repeat(64)));
+        agree(&format!("{}@example.com", "a".repeat(65)));
+        let domain = ["abcdefghi"; 25].join(".");
+        for extra in ["", "a", "ab", "abc", "abcd", "abcdefgh"] {
+            agree(&format!("x@{domain}.{extra}"));
+        }
+    }
+
+    #[test]
+    fn plain_addresses_are_decided_here_and_the_rest_handed_over() {
+        assert_eq!(decide(b"name@example.com"), Some(true));
+        assert_eq!(decide(b"first.last+tag@sub.example.co.uk"), Some(true));
+        assert_eq!(decide(b"x@example-.com"), Some(false));
+        assert_eq!(decide(b"x@exa_mple.com"), Some(false));
+        assert_eq!(decide(b"x..y@example.com"), Some(false));
+        assert_eq!(decide(b"x@xn--nxasmq6b.com"), None);
+        assert_eq!(decide(b"a@b@example.com"), None);
+        assert_eq!(decide(b"\"q\"@example.com"), None);
+        assert_eq!(decide("j\u{f6}hn@example.com".as_bytes()), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        #[test]
+        fn any_string_gets_the_crate_answer(
+            text in "[a-cxn0-9.@_+!~{}\\-\"<> \\[\\]:éA-C]{0,24}",
+        ) {
+            prop_assert_eq!(is_email(&text), crate_check(&text), "{:?}", text);
+        }
+
+        #[test]
+        fn addresses_near_the_rules_get_the_crate_answer(
+            local in "[a-z.+\\-_]{0,6}",
+            labels in proptest::collection::vec("[a-z0-9\\-]{0,5}", 0..4),
+        ) {
+            let text = format!("{local}@{}", labels.join("."));
+            prop_assert_eq!(is_email(&text), crate_check(&text), "{:?}", text);
+        }
+    }
+}
