@@ -18,10 +18,12 @@
 //!   `atext`), labels of 1 to 63 bytes that neither begin nor end with
 //!   `-` (both checks).
 //!
-//! A domain label with `--` in its third and fourth bytes (an IDNA
-//! A-label, checked by decoding it) is handed over, as is any string with
-//! another byte: quoted local parts, display names, address literals,
-//! non-ASCII text. `tests` holds the two to the same answers.
+//! A domain with a label holding `--` in its third and fourth bytes (an
+//! IDNA A-label, checked by decoding it) is handed to the crate's
+//! `hostname` check, which is what its `email` check does with a domain;
+//! any string with another byte goes to its `email` check whole: quoted
+//! local parts, display names, address literals, non-ASCII text. `tests`
+//! holds the two to the same answers.
 
 use std::sync::OnceLock;
 
@@ -45,56 +47,96 @@ const DECIDED: [bool; 256] = {
 
 /// Whether `text` is an `email` as the `jsonschema` crate checks it.
 pub(crate) fn is_email(text: &str) -> bool {
-    decide(text.as_bytes()).unwrap_or_else(|| crate_check(text))
+    match decide(text.as_bytes()) {
+        Answer::Is(answer) => answer,
+        Answer::IfHostname(domain) => crate_check(Format::Hostname, domain_of(text, domain)),
+        Answer::Undecided => crate_check(Format::Email, text),
+    }
 }
 
-/// The answer for an address of [`DECIDED`] bytes with one `@` and no
-/// A-label in its domain; `None` for any other string.
-fn decide(bytes: &[u8]) -> Option<bool> {
+/// What [`decide`] makes of an address.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// The crate's answer.
+    Is(bool),
+    /// Valid if its domain, which starts at this byte and holds an
+    /// A-label, is a hostname to the crate.
+    IfHostname(usize),
+    /// Not a string of [`DECIDED`] bytes: the crate decides.
+    Undecided,
+}
+
+fn domain_of(text: &str, start: usize) -> &str {
+    text.get(start..).unwrap_or_default()
+}
+
+/// The answer for a string of [`DECIDED`] bytes.
+fn decide(bytes: &[u8]) -> Answer {
     let mut at = None;
+    let mut ats = 0;
     for (i, &byte) in bytes.iter().enumerate() {
         if !DECIDED[usize::from(byte)] {
-            return None;
+            return Answer::Undecided;
         }
         if byte == b'@' {
-            if at.is_some() {
-                return None;
-            }
             at = Some(i);
+            ats += 1;
         }
     }
-    let at = at?;
+    // No `@`, or one in the local part (split at the last): not `atext`.
+    let Some(at) = at.filter(|_| ats == 1) else {
+        return Answer::Is(false);
+    };
     let (local, domain) = (&bytes[..at], &bytes[at + 1..]);
-    let mut valid = !local.is_empty()
-        && local.len() <= 64
-        && local.split(|&b| b == b'.').all(|part| !part.is_empty())
-        && !domain.is_empty()
-        && domain.len() <= 253;
-    for label in domain.split(|&b| b == b'.') {
-        if label.len() >= 4 && label[2] == b'-' && label[3] == b'-' {
-            return None;
-        }
-        valid &= !label.is_empty()
-            && label.len() <= 63
-            && label[0] != b'-'
-            && label[label.len() - 1] != b'-'
-            && label
-                .iter()
-                .all(|&b| b.is_ascii_alphanumeric() || b == b'-');
+    if local.is_empty()
+        || local.len() > 64
+        || local.split(|&b| b == b'.').any(<[u8]>::is_empty)
+        || domain.is_empty()
+        || domain.len() > 253
+    {
+        return Answer::Is(false);
     }
-    Some(valid)
+    let mut a_label = false;
+    for label in domain.split(|&b| b == b'.') {
+        if label.is_empty()
+            || label.len() > 63
+            || label[0] == b'-'
+            || label[label.len() - 1] == b'-'
+            || !label
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Answer::Is(false);
+        }
+        a_label |= label.len() >= 4 && label[2] == b'-' && label[3] == b'-';
+    }
+    if a_label {
+        Answer::IfHostname(at + 1)
+    } else {
+        Answer::Is(true)
+    }
 }
 
-/// The `jsonschema` crate's own `email` check.
-fn crate_check(text: &str) -> bool {
-    static CHECK: OnceLock<Option<Validator>> = OnceLock::new();
-    CHECK
-        .get_or_init(|| {
-            jsonschema::options()
+/// A format the crate checks for [`is_email`].
+#[derive(Clone, Copy)]
+enum Format {
+    Email,
+    Hostname,
+}
+
+/// The `jsonschema` crate's own check of `format` (draft 2020-12, the
+/// `hostname` its `email` check applies to a domain).
+fn crate_check(format: Format, text: &str) -> bool {
+    static CHECKS: OnceLock<[Option<Validator>; 2]> = OnceLock::new();
+    let checks = CHECKS.get_or_init(|| {
+        ["email", "hostname"].map(|name| {
+            jsonschema::draft202012::options()
                 .should_validate_formats(true)
-                .build(&serde_json::json!({"format": "email"}))
+                .build(&serde_json::json!({"format": name}))
                 .ok()
         })
+    });
+    checks[format as usize]
         .as_ref()
         .is_some_and(|check| check.is_valid(&Value::String(text.to_owned())))
 }
@@ -106,7 +148,7 @@ mod tests {
     use super::*;
 
     fn agree(text: &str) {
-        assert_eq!(is_email(text), crate_check(text), "{text:?}");
+        assert_eq!(is_email(text), crate_check(Format::Email, text), "{text:?}");
     }
 
     #[test]
@@ -128,6 +170,11 @@ mod tests {
             "x@@example.com",
             "a@b@example.com",
             "x@xn--nxasmq6b.com",
+            "x@xn--bcher-kva.de",
+            "x@xn--bcher-kva-.de",
+            "x@xn--a.com",
+            "x@xn---.com",
+            "x@XN--BCHER-KVA.de",
             "x@ab--cd.com",
             "x@ab-cd.com",
             "!#$%&'*+-/=?^_`{|}~@example.com",
@@ -158,15 +205,23 @@ mod tests {
 
     #[test]
     fn plain_addresses_are_decided_here_and_the_rest_handed_over() {
-        assert_eq!(decide(b"name@example.com"), Some(true));
-        assert_eq!(decide(b"first.last+tag@sub.example.co.uk"), Some(true));
-        assert_eq!(decide(b"x@example-.com"), Some(false));
-        assert_eq!(decide(b"x@exa_mple.com"), Some(false));
-        assert_eq!(decide(b"x..y@example.com"), Some(false));
-        assert_eq!(decide(b"x@xn--nxasmq6b.com"), None);
-        assert_eq!(decide(b"a@b@example.com"), None);
-        assert_eq!(decide(b"\"q\"@example.com"), None);
-        assert_eq!(decide("j\u{f6}hn@example.com".as_bytes()), None);
+        assert_eq!(decide(b"name@example.com"), Answer::Is(true));
+        assert_eq!(
+            decide(b"first.last+tag@sub.example.co.uk"),
+            Answer::Is(true)
+        );
+        assert_eq!(decide(b"x@example-.com"), Answer::Is(false));
+        assert_eq!(decide(b"x@exa_mple.com"), Answer::Is(false));
+        assert_eq!(decide(b"x..y@example.com"), Answer::Is(false));
+        assert_eq!(decide(b"a@b@example.com"), Answer::Is(false));
+        assert_eq!(decide(b"example.com"), Answer::Is(false));
+        assert_eq!(decide(b"x@xn--nxasmq6b.com"), Answer::IfHostname(2));
+        assert_eq!(decide(b"x@ab--cd.com"), Answer::IfHostname(2));
+        assert_eq!(decide(b"\"q\"@example.com"), Answer::Undecided);
+        assert_eq!(
+            decide("j\u{f6}hn@example.com".as_bytes()),
+            Answer::Undecided
+        );
     }
 
     proptest! {
@@ -176,16 +231,16 @@ mod tests {
         fn any_string_gets_the_crate_answer(
             text in "[a-cxn0-9.@_+!~{}\\-\"<> \\[\\]:éA-C]{0,24}",
         ) {
-            prop_assert_eq!(is_email(&text), crate_check(&text), "{:?}", text);
+            prop_assert_eq!(is_email(&text), crate_check(Format::Email, &text), "{:?}", text);
         }
 
         #[test]
         fn addresses_near_the_rules_get_the_crate_answer(
             local in "[a-z.+\\-_]{0,6}",
-            labels in proptest::collection::vec("[a-z0-9\\-]{0,5}", 0..4),
+            labels in proptest::collection::vec("(xn--)?[a-z0-9\\-]{0,6}", 0..4),
         ) {
             let text = format!("{local}@{}", labels.join("."));
-            prop_assert_eq!(is_email(&text), crate_check(&text), "{:?}", text);
+            prop_assert_eq!(is_email(&text), crate_check(Format::Email, &text), "{:?}", text);
         }
     }
 }
