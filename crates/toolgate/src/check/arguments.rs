@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use crate::check::normalize;
 use crate::detect::tape::Tape;
 use crate::model::{Arguments, ObjectArguments};
-use crate::policy::schema::ArgumentSchema;
+use crate::policy::schema::{ArgumentSchema, SchemaFailure};
 use crate::policy::{Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
@@ -75,12 +75,17 @@ pub(crate) fn check(
                 {
                     *object = ObjectArguments::from_tape(cleaned);
                 }
-                let Some(passed) = object.tape().and_then(|tape| checks.judge_tape(tape)) else {
+                let Some(tape) = object.tape() else {
+                    return;
+                };
+                let Some(passed) = checks.judge_tape(tape) else {
                     // Nothing to say: the object is built only if someone
                     // reads it.
                     return;
                 };
-                checks.check_object(call, name, object, Some(&passed), out);
+                // What fails is said from the tape too: the object is still
+                // built only if someone reads it.
+                checks.check_object(call, name, &mut OnTape(tape), Some(&passed), out);
                 return;
             }
             let map = &mut **object;
@@ -183,11 +188,11 @@ impl<'a> Checks<'a> {
         &self,
         call: usize,
         name: &str,
-        map: &mut Map<String, Value>,
+        map: &mut impl Object,
         passed: Option<&[bool]>,
         out: &mut Vec<Violation>,
     ) {
-        if self.takes_no_arguments() && !map.is_empty() {
+        if self.takes_no_arguments() && map.len() > 0 {
             let keys: Vec<String> = map.keys().take(5).map(|k| format!("'{k}'")).collect();
             let more = if map.len() > keys.len() { ", ..." } else { "" };
             out.push(
@@ -200,12 +205,12 @@ impl<'a> Checks<'a> {
                         keys.join(", ")
                     ),
                 )
-                .at(pointer(map.keys().next().map_or("", String::as_str))),
+                .at(pointer(map.keys().next().unwrap_or(""))),
             );
         }
         let mut missing: Vec<String> = Vec::new();
         for param in &self.required {
-            if !map.contains_key(*param) {
+            if !map.contains_key(param) {
                 let path = pointer(param);
                 out.push(
                     Violation::call(
@@ -222,8 +227,8 @@ impl<'a> Checks<'a> {
         for (index, schema) in self.all_schemas().enumerate() {
             let failures = match passed.and_then(|passed| passed.get(index)) {
                 Some(true) => continue,
-                Some(false) => schema.failures_of_object(map),
-                None => schema.check_object(map),
+                Some(false) => map.failures(schema, true),
+                None => map.failures(schema, false),
             };
             for failure in failures {
                 // `required_params` already reported this one.
@@ -245,6 +250,65 @@ impl<'a> Checks<'a> {
                     .at(failure.path),
                 );
             }
+        }
+    }
+}
+
+/// An arguments object as [`Checks::check_object`] reads it: built, or
+/// still on its tape (the same keys, in the same order, and the same
+/// failures: the schema's validator for tapes is compiled from the same
+/// schema with the same options).
+trait Object {
+    fn len(&self) -> usize;
+    fn keys(&self) -> impl Iterator<Item = &str>;
+    fn contains_key(&self, key: &str) -> bool;
+    /// What fails of `schema`; `failed` when the object is known to fail.
+    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure>;
+}
+
+impl Object for Map<String, Value> {
+    fn len(&self) -> usize {
+        Map::len(self)
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        Map::keys(self).map(String::as_str)
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        Map::contains_key(self, key)
+    }
+
+    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure> {
+        if failed {
+            schema.failures_of_object(self)
+        } else {
+            schema.check_object(self)
+        }
+    }
+}
+
+/// Arguments on their tape.
+struct OnTape<'t>(&'t Tape);
+
+impl Object for OnTape<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys()
+    }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.0.contains_key(key)
+    }
+
+    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure> {
+        if failed || !schema.passes_tape(self.0) {
+            schema.failures_on_tape(self.0)
+        } else {
+            Vec::new()
         }
     }
 }

@@ -283,6 +283,11 @@ impl Tape {
         self.container(0).0 as usize
     }
 
+    /// The object's keys, in order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        self.members(0).map(|(key, _)| self.text(key))
+    }
+
     /// Whether the object has member `key`.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.get(0, key).is_some()

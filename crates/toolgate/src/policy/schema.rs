@@ -117,6 +117,15 @@ impl ArgumentSchema {
         self.on_tape.is_valid(arguments.root())
     }
 
+    /// [`failures`](Self::failures) of arguments on a tape.
+    pub(crate) fn failures_on_tape(&self, arguments: &Tape) -> Vec<SchemaFailure> {
+        self.on_tape
+            .iter_errors(arguments.root())
+            .take(MAX_FAILURES)
+            .map(|err| failure(&err))
+            .collect()
+    }
+
     /// The fast path: no detail, no allocation when valid.
     #[must_use]
     pub fn passes(&self, arguments: &Value) -> bool {
@@ -351,6 +360,55 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn failures_said_from_a_tape_are_those_of_the_built_object() {
+        let schema = ArgumentSchema::compile(
+            &json!({
+                "$defs": {
+                    "address": {"type": "object", "required": ["city"],
+                                "properties": {"city": {"type": "string", "minLength": 2},
+                                               "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+                                "additionalProperties": false},
+                    "node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"},
+                                                              "v": {"type": "integer"}}}
+                },
+                "type": "object",
+                "required": ["id", "kind"],
+                "properties": {
+                    "id": {"type": "string", "format": "uuid"},
+                    "kind": {"enum": ["a", "b"]},
+                    "mail": {"type": "string", "format": "email"},
+                    "at": {"type": "string", "format": "date-time"},
+                    "home": {"$ref": "#/$defs/address"},
+                    "pay": {"oneOf": [{"type": "object", "required": ["card"]},
+                                      {"type": "object", "required": ["iban"]}]},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2,
+                             "uniqueItems": true},
+                    "list": {"$ref": "#/$defs/node"}
+                },
+                "allOf": [{"properties": {"extra": {"type": "boolean"}}}],
+                "unevaluatedProperties": false
+            }),
+            true,
+        )
+        .unwrap();
+        for args in [
+            "{}",
+            r#"{"id": "x", "kind": "c", "mail": "a@", "at": "2026-13-01T00:00:00Z"}"#,
+            r#"{"id": "00000000-0000-0000-0000-000000000000", "kind": "a",
+                "home": {"zip": "1234", "street": "x"}, "pay": {"card": 1, "iban": 2}}"#,
+            r#"{"kind": "b", "pay": {}, "tags": ["x", "x", 3], "extra": "yes", "other": 1}"#,
+            r#"{"kind": "a", "list": {"v": 1, "next": {"v": "two", "next": {"v": 1.5}}}}"#,
+            r#"{"id": 7, "kind": null, "home": [], "tags": {}, "list": 3}"#,
+        ] {
+            let tape = Tape::read(args, crate::detect::limits::HARD_MAX_DEPTH).unwrap();
+            let value: Value = serde_json::from_str(args).unwrap();
+            let expected = schema.failures(&value);
+            assert!(!expected.is_empty(), "{args}");
+            assert_eq!(schema.failures_on_tape(&tape), expected, "{args}");
+        }
+    }
 
     #[test]
     fn messages_name_the_rule_not_the_value() {
