@@ -127,7 +127,7 @@ impl Tally {
                 name: label.and_then(|l| l.name.clone()),
                 score: verdict.score,
                 passed: false,
-                tools: verdict.actual_tools,
+                tools: verdict.actual_tools.into_iter().map(String::from).collect(),
                 codes: bits(distinct)
                     .map(|at| ViolationCode::ALL[at].as_str().to_owned())
                     .collect(),

@@ -159,7 +159,7 @@ impl ReleasedCalls {
         let calls: Earlier = verdict
             .calls
             .iter()
-            .filter_map(|c| Some((c.id.clone()?, c.name.clone())))
+            .filter_map(|c| Some((c.id.clone()?, c.name.to_string())))
             .collect();
         let Ok(mut inner) = self.inner.lock() else {
             return;
@@ -341,7 +341,7 @@ pub(crate) fn link(detection: &mut Detection, earlier: &[(String, String)]) {
     let injected = earlier.iter().enumerate().map(|(at, (id, name))| ToolCall {
         index: first + at,
         id: Some(id.clone()),
-        name: name.clone(),
+        name: name.as_str().into(),
         kind: CallKind::Function,
         arguments: Arguments::Object(serde_json::Map::new().into()),
         raw_arguments: "{}".to_owned(),

@@ -109,7 +109,7 @@ fn allowing(body: &[u8]) -> String {
     let mut names: Vec<String> = toolgate::detect(body)
         .calls
         .into_iter()
-        .map(|call| call.name)
+        .map(|call| call.name.to_string())
         .collect();
     names.dedup();
     format!(

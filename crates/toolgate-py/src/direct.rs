@@ -240,7 +240,7 @@ impl<'py> Fields<'py> {
         ToolCall {
             index,
             id: self.id,
-            name: self.name,
+            name: self.name.into(),
             kind: CallKind::Function,
             arguments,
             raw_arguments,

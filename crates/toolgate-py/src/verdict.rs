@@ -92,7 +92,11 @@ impl Verdict {
 
     #[getter]
     fn actual_tools(&self) -> Vec<String> {
-        self.inner.actual_tools.clone()
+        self.inner
+            .actual_tools
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[getter]

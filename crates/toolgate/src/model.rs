@@ -1,6 +1,7 @@
 //! The data every front shares: tool calls and tool results read from a
 //! payload, and the wire format they came in.
 
+use compact_str::CompactString;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -307,8 +308,8 @@ pub struct ToolCall {
     pub index: usize,
     /// The call id (`id`, `call_id`, `toolUseId`, `toolCallId`, JSON-RPC id).
     pub id: Option<String>,
-    /// The tool name, exactly as sent.
-    pub name: String,
+    /// The tool name, exactly as sent (in place when short, as most are).
+    pub name: CompactString,
     pub kind: CallKind,
     pub arguments: Arguments,
     /// The arguments as received: the JSON string's text, or the JSON text of

@@ -1,6 +1,7 @@
 //! Violations: what is wrong with a payload, a call or a result, with the
 //! stable codes docs/verdict.md lists.
 
+use compact_str::CompactString;
 use serde::Serialize;
 
 pub use crate::code::{Category, Phase, ViolationCode};
@@ -72,7 +73,7 @@ pub enum Label {
 pub struct CallVerdict {
     pub index: usize,
     pub id: Option<String>,
-    pub name: String,
+    pub name: CompactString,
     /// The arguments that would execute: after `normalize`, exactly these
     /// were checked.
     pub arguments: Arguments,
@@ -100,7 +101,7 @@ pub struct Verdict {
     /// One line per failure, in the wording users know.
     pub failures: Vec<String>,
     /// The names of the calls, in order.
-    pub actual_tools: Vec<String>,
+    pub actual_tools: Vec<CompactString>,
     /// The policy's `expected`, in order.
     pub expected_tools: Vec<String>,
 }

@@ -115,7 +115,7 @@ impl AuditRecord {
             .map(|(at, call)| AuditCall {
                 index: call.index,
                 id: call.id.clone(),
-                tool: call.name.clone(),
+                tool: call.name.to_string(),
                 // Written straight from the arguments' tape: the object,
                 // the text, or null when they could not be read.
                 arguments: serde_json::to_value(&call.arguments).unwrap_or(Value::Null),

@@ -103,7 +103,7 @@ fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
     let mut used: Vec<&str> = Vec::new();
     let mut by: Vec<Vec<&CallVerdict>> = Vec::new();
     for call in calls {
-        if policy.safe_names.contains(&call.name) {
+        if policy.safe_names.contains(call.name.as_str()) {
             continue;
         }
         if let Some(tool) = policy.forbidden.matching(&call.name) {

@@ -63,7 +63,7 @@ fn link_one(
             code,
             call: call.map(|c| c.index),
             tool: call
-                .map(|c| c.name.clone())
+                .map(|c| c.name.to_string())
                 .or_else(|| named.map(str::to_owned)),
             path: None,
             message,

@@ -421,7 +421,7 @@ impl<'l> Collector<'l> {
         self.calls.push(ToolCall {
             index: self.calls.len(),
             id: id.map(str::to_owned),
-            name: name.to_owned(),
+            name: name.into(),
             kind,
             arguments,
             raw_arguments,

@@ -12,6 +12,7 @@
 //! says exactly what is wrong with: what the tape holds is exactly the
 //! object the strict reader builds.
 
+use compact_str::CompactString;
 use std::borrow::Cow;
 
 use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
@@ -30,8 +31,10 @@ pub use self::writer::{Open, TapeWriter};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tape {
     slots: Vec<Slot>,
-    /// The keys and strings, decoded, one after the other.
-    text: String,
+    /// The keys and strings, decoded, one after the other: in place when
+    /// short (up to 24 bytes, as tiny arguments' are), so that such a tape
+    /// is one allocation.
+    text: CompactString,
 }
 
 /// A value as cleaning judges it ([`Normalize::drops`](crate::policy::Normalize::drops)):
@@ -93,7 +96,7 @@ impl Scratch {
         let tape = ok
             .then(|| utf8(&self.text[..written]))
             .flatten()
-            .map(str::to_owned)
+            .map(CompactString::from)
             .map(|text| Tape {
                 slots: self.slots.clone(),
                 text,
