@@ -369,7 +369,15 @@ fn finish(
         match calls.len() {
             0 => "no tool calls; none required".to_owned(),
             1 => "1 tool call, valid; every expectation met".to_owned(),
-            n => format!("{n} tool calls, all valid; every expectation met"),
+            n => {
+                // Written out rather than formatted: every passing payload
+                // says it.
+                const REST: &str = " tool calls, all valid; every expectation met";
+                let mut text = String::with_capacity(20 + REST.len());
+                push_decimal(&mut text, n);
+                text.push_str(REST);
+                text
+            }
         }
     } else {
         failures.join("; ")
@@ -395,11 +403,26 @@ fn finish(
     }
 }
 
+/// Write `n` in decimal.
+fn push_decimal(text: &mut String, mut n: usize) {
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b"0123456789"[n % 10];
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    text.extend(digits[at..].iter().map(|&digit| char::from(digit)));
+}
+
 /// For each call, the earlier call of the same turn whose (non-empty) id
 /// it reuses: ids may repeat across turns (some models send `call_0` every
 /// turn), never within one. A plain scan for the few calls a payload
 /// usually holds; a table past that.
-fn reused_ids(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
+fn reused_ids(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
     if calls.len() <= 32 {
         reused_ids_scanned(calls)
     } else {
@@ -418,7 +441,7 @@ fn call_id(call: &ToolCall) -> Option<(usize, &str)> {
 /// [`reused_ids`] by comparing each call with the earlier ones: their
 /// last eight bytes and length first (ids of one payload, `call_` and a
 /// random tail, mostly differ there), whole when those match.
-fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
+fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
     fn tail(id: &str) -> u64 {
         let bytes = id.as_bytes();
         let mut last = [0_u8; 8];
@@ -428,7 +451,7 @@ fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
     }
     /// A call's turn, its id's tail and its id.
     type Id<'c> = Option<(usize, u64, &'c str)>;
-    let ids: SmallVec<[Id<'_>; 8]> = calls
+    let ids: SmallVec<[Id<'_>; 16]> = calls
         .iter()
         .map(|call| call_id(call).map(|(turn, id)| (turn, tail(id), id)))
         .collect();
@@ -445,7 +468,7 @@ fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
 }
 
 /// [`reused_ids`] through a table of first calls by id.
-fn reused_ids_tabled(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 8]> {
+fn reused_ids_tabled(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
     let mut first: FxHashMap<(usize, &str), usize> = FxHashMap::default();
     calls
         .iter()
@@ -482,7 +505,16 @@ fn is_expectation(code: ViolationCode) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{reused_ids, reused_ids_scanned, reused_ids_tabled};
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 123, 1_000_000, usize::MAX] {
+            let mut text = String::from("x");
+            push_decimal(&mut text, n);
+            assert_eq!(text, format!("x{n}"));
+        }
+    }
+
+    use super::{push_decimal, reused_ids, reused_ids_scanned, reused_ids_tabled};
     use crate::detect;
 
     proptest::proptest! {

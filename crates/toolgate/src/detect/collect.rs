@@ -430,6 +430,13 @@ impl<'l> Collector<'l> {
         });
     }
 
+    /// Make room for the `count` calls of a list about to be read (within
+    /// the bound on calls): the list grows once rather than by doubling.
+    pub(crate) fn expect_calls(&mut self, count: usize) {
+        let room = self.limits.max_calls.saturating_sub(self.calls.len());
+        self.calls.reserve(count.min(room));
+    }
+
     /// Read arguments as a call would.
     pub(crate) fn arguments(&self, kind: CallKind, args: ArgSource<'_>) -> (Arguments, String) {
         match args {

@@ -430,6 +430,7 @@ fn read_container(c: &Container, field: Field<'_, '_>, out: &mut Collector<'_>) 
         }
         (Holds::Calls | Holds::InvalidCalls, Node::List(items)) => {
             out.saw(c.format);
+            out.expect_calls(items.len());
             let slot = if c.holds == Holds::Calls {
                 Slot::Call
             } else {

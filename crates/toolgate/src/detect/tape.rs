@@ -1,6 +1,6 @@
 //! Arguments read into a tape: one flat list of slots and one buffer of
-//! their text, two allocations a call however many keys and strings the
-//! arguments hold. The schemas are checked on the tape itself (it is a JSON
+//! their text, at most two allocations a call however many keys and
+//! strings the arguments hold (one when their text fits in place). The schemas are checked on the tape itself (it is a JSON
 //! representation of the `jsonschema` crate's, [`TapeJson`]); the
 //! `serde_json` object a caller reads is built from it only when asked
 //! ([`ObjectArguments`](crate::model::ObjectArguments)).
