@@ -242,5 +242,25 @@ mod tests {
             let text = format!("{local}@{}", labels.join("."));
             prop_assert_eq!(is_email(&text), crate_check(Format::Email, &text), "{:?}", text);
         }
+
+        /// Near the bounds: local parts of 62 to 66 bytes, labels of 61 to
+        /// 65, domains around 253 bytes, either case.
+        #[test]
+        fn addresses_near_the_bounds_get_the_crate_answer(
+            local in 62_usize..67,
+            label in 61_usize..66,
+            labels in 1_usize..6,
+            tail in 0_usize..8,
+            upper in any::<bool>(),
+        ) {
+            let letter = if upper { "A" } else { "a" };
+            let domain = vec![letter.repeat(label); labels].join(".");
+            for text in [
+                format!("{}@{domain}", letter.repeat(local)),
+                format!("x@{domain}.{}", "b".repeat(tail)),
+            ] {
+                prop_assert_eq!(is_email(&text), crate_check(Format::Email, &text), "{:?}", text);
+            }
+        }
     }
 }
