@@ -3,10 +3,11 @@
 //! violation uses: they name the argument and the rule, never the value.
 
 use std::fmt::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
-use jsonschema::{ValidationError, Validator};
+use jsonschema::json::{Json, SerdeJson};
+use jsonschema::{Retrieve, ValidationError, ValidationOptions, Validator};
 use serde_json::{Map, Value};
 
 use crate::detect::tape::{Tape, TapeJson};
@@ -67,6 +68,15 @@ pub(crate) fn warm_up() {
         });
 }
 
+/// The options a schema is compiled with, for arguments in the JSON
+/// representation `F`: the same for the tape's validator and the
+/// `serde_json` one, which must judge alike.
+fn options<'i, F: Json>(validate_formats: bool) -> ValidationOptions<'i, Arc<dyn Retrieve>, F> {
+    jsonschema::options_for::<F>()
+        .should_validate_formats(validate_formats)
+        .with_format("email", is_email)
+}
+
 impl ArgumentSchema {
     /// Compile `schema`, asserting `format` when `validate_formats`.
     /// External `$ref`s are never fetched: a schema must be self-contained.
@@ -77,9 +87,7 @@ impl ArgumentSchema {
                 crate::detect::args::json_type(schema)
             ));
         }
-        let on_tape = jsonschema::options_for::<TapeJson>()
-            .should_validate_formats(validate_formats)
-            .with_format("email", is_email)
+        let on_tape = options::<TapeJson>(validate_formats)
             .build(schema)
             .map_err(|err| describe_schema_error(&err))?;
         Ok(ArgumentSchema {
@@ -94,9 +102,7 @@ impl ArgumentSchema {
     fn validator(&self) -> Result<&Validator, &str> {
         self.validator
             .get_or_init(|| {
-                jsonschema::options()
-                    .should_validate_formats(self.validate_formats)
-                    .with_format("email", is_email)
+                options::<SerdeJson>(self.validate_formats)
                     .build(&self.schema)
                     .map_err(|err| describe_schema_error(&err))
             })
