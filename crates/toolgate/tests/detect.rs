@@ -826,6 +826,37 @@ fn max_depth_bounds_the_whole_payload() {
 }
 
 #[test]
+fn a_stream_event_that_is_not_json_is_named_by_its_position_not_its_text() {
+    let first = r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#;
+    for (event, expected) in [
+        (
+            r#"{"choices":[{"index":0,"delta":{"content":"secret"#,
+            "stream event 2 is not valid JSON: it ends early (line 1 column ",
+        ),
+        (
+            r#"{"choices":[{"index":0,"delta":{"content":secret}}]}"#,
+            "stream event 2 is not valid JSON (line 1 column ",
+        ),
+    ] {
+        let body = format!("data: {first}\n\ndata: {event}\n\ndata: [DONE]\n\n");
+        let found = detect(body.as_bytes());
+        let messages: Vec<&str> = found
+            .violations
+            .iter()
+            .map(|v| v.message.as_str())
+            .collect();
+        assert!(
+            messages.iter().any(|m| m.starts_with(expected)),
+            "{expected}: {messages:?}"
+        );
+        assert!(
+            messages.iter().all(|m| !m.contains("secret")),
+            "{messages:?}"
+        );
+    }
+}
+
+#[test]
 fn a_payload_of_many_defects_lists_a_bounded_number_of_them() {
     // 5,000 documents in no known shape: each is a problem, and the
     // reading lists the first hundred and says the rest are not listed.

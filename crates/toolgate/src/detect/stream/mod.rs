@@ -438,7 +438,8 @@ impl Assembler {
             let message = if err.is_data() && code_of(&err) != ViolationCode::InputLimitExceeded {
                 format!("stream event {n} has a duplicate or mistyped field")
             } else {
-                json_problem(n, &err)
+                // Not JSON, or past a bound (which one it names).
+                json_error_message(&format!("stream event {n}"), &err)
             };
             self.calls.violation(code_of(&err), message);
         }
@@ -531,21 +532,6 @@ impl Assembler {
         self.calls.untracked();
         self.calls
             .violation(ViolationCode::MalformedPayload, message);
-    }
-}
-
-/// A message for an event that is not JSON: its position, never its
-/// content.
-fn json_problem(n: usize, err: &serde_json::Error) -> String {
-    let position = format!("line {} column {}", err.line(), err.column());
-    if code_of(err) == ViolationCode::InputLimitExceeded {
-        // Which bound: the parser's or the envelope's depth, or the
-        // envelope's objects.
-        json_error_message(&format!("stream event {n}"), err)
-    } else if err.is_eof() {
-        format!("stream event {n} is not valid JSON: it ends early ({position})")
-    } else {
-        format!("stream event {n} is not valid JSON ({position})")
     }
 }
 
