@@ -42,17 +42,22 @@ pub(crate) async fn read_body(
 }
 
 /// The client's `X-Request-Id` when it is a sane token (visible ASCII, at
-/// most 200 bytes), else a new UUID, version 7: time-ordered, so the audit
-/// index adds each request at the end of its `request_id` indexes rather
-/// than at a random page of each (at 1000 requests a second, half of what
-/// the index wrote to the disk).
+/// most 200 bytes), else a [`new_request_id`].
 pub(crate) fn request_id(headers: &HeaderMap) -> String {
     headers
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|id| !id.is_empty() && id.len() <= 200 && id.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned)
+        .map_or_else(new_request_id, str::to_owned)
+}
+
+/// A request id the gateway makes: a UUID, version 7, time-ordered, so the
+/// audit index adds each request at the end of its `request_id` indexes
+/// rather than at a random page of each (at 1000 requests a second, half
+/// of what the index wrote to the disk).
+pub(crate) fn new_request_id() -> String {
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// The keys of a request the gateway reads itself; the rest goes upstream

@@ -238,7 +238,7 @@ async fn client(
         };
         let who = Who {
             caller: caller.clone(),
-            request_id: uuid::Uuid::now_v7().to_string(),
+            request_id: crate::request::new_request_id(),
         };
         let mut forward = Vec::with_capacity(body.messages.len());
         for message in &body.messages {
