@@ -505,6 +505,9 @@ fn is_expectation(code: ViolationCode) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{push_decimal, reused_ids, reused_ids_scanned, reused_ids_tabled};
+    use crate::detect;
+
     #[test]
     fn numbers_are_written_in_decimal() {
         for n in [0, 7, 10, 99, 123, 1_000_000, usize::MAX] {
@@ -513,9 +516,6 @@ mod tests {
             assert_eq!(text, format!("x{n}"));
         }
     }
-
-    use super::{push_decimal, reused_ids, reused_ids_scanned, reused_ids_tabled};
-    use crate::detect;
 
     proptest::proptest! {
         /// Comparing ids' tails first finds the calls a table finds:

@@ -1,6 +1,7 @@
 //! Arguments read into a tape: one flat list of slots and one buffer of
 //! their text, at most two allocations a call however many keys and
-//! strings the arguments hold (one when their text fits in place). The schemas are checked on the tape itself (it is a JSON
+//! strings the arguments hold (one when their text fits in place). The
+//! schemas are checked on the tape itself (it is a JSON
 //! representation of the `jsonschema` crate's, [`TapeJson`]); the
 //! `serde_json` object a caller reads is built from it only when asked
 //! ([`ObjectArguments`](crate::model::ObjectArguments)).
@@ -12,9 +13,9 @@
 //! says exactly what is wrong with: what the tape holds is exactly the
 //! object the strict reader builds.
 
-use compact_str::CompactString;
 use std::borrow::Cow;
 
+use compact_str::CompactString;
 use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
 use jsonschema::types::JsonType;
 use serde_json::{Map, Number, Value};
