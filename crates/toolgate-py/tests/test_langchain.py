@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -255,6 +256,25 @@ def test_pass_returns_the_last_answer_unchanged(run: Run) -> None:
     assert "Paris is closed" in replies(model.seen[1])["c0"].content
     assert RAN == [("get_weather", {"city": "Paris", "unit": "celsius"})]
     assert [c["id"] for m in state["messages"] if isinstance(m, AIMessage) for c in m.tool_calls] == ["c2"]
+
+
+def test_retries_and_passing_on_are_logged_as_warnings(run: Run, caplog: pytest.LogCaptureFixture) -> None:
+    model = ScriptedModel(script=[answer(call("get_weather", {}, f"c{i}")) for i in range(3)])
+    with caplog.at_level(logging.WARNING, logger="toolgate.langchain"):
+        run(agent_with(model, on_failure="pass"), "go")
+    records = [r for r in caplog.records if r.name == "toolgate.langchain"]
+    assert [r.getMessage() for r in records] == [
+        "toolgate: tool calls failed their checks (retry 1 of 2)",
+        "toolgate: tool calls failed their checks (retry 2 of 2)",
+        "toolgate: tool calls still failed their checks after 2 retries; "
+        "passing the answer on unchanged (on_failure='pass')",
+    ]
+    # The record logger.warning makes, its caller named without a stack walk.
+    for record in records:
+        assert record.levelno == logging.WARNING
+        assert record.funcName == "_warn"
+        assert record.pathname.endswith("langchain.py") and record.lineno > 0
+        assert record.exc_info is None and record.stack_info is None
 
 
 def test_a_policy_and_caller_apply(run: Run, tmp_path: Any) -> None:

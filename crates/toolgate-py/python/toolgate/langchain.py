@@ -238,7 +238,7 @@ class ToolgateMiddleware(AgentMiddleware):
     ) -> Any:
         response = handler(request)
         gate = self._gate(request)
-        failed = self._check(_ai_message(response), gate)
+        failed = self._check(response, gate)
         if failed is None:
             return response
         if not self._max_retries:
@@ -258,7 +258,7 @@ class ToolgateMiddleware(AgentMiddleware):
     ) -> Any:
         response = await handler(request)
         gate = self._gate(request)
-        failed = self._check(_ai_message(response), gate)
+        failed = self._check(response, gate)
         if failed is None:
             return response
         if not self._max_retries:
@@ -289,15 +289,11 @@ class ToolgateMiddleware(AgentMiddleware):
             if attempt == self._max_retries:
                 return self._exhausted(response, ai, verdict, extra)
             attempt += 1
-            logger.warning(
-                "toolgate: tool calls failed their checks (retry %d of %d)",
-                attempt,
-                self._max_retries,
-            )
+            _warn("toolgate: tool calls failed their checks (retry %d of %d)", attempt, self._max_retries)
             replies = _replies(ai, verdict, extra)
             conversation = [*conversation, ai, *replies]
             response = yield request.override(messages=conversation)
-            checked = self._check(_ai_message(response), gate)
+            checked = self._check(response, gate)
             if checked is None:
                 return response
             failed = checked
@@ -329,11 +325,20 @@ class ToolgateMiddleware(AgentMiddleware):
         return cached[0]
 
     def _check(
-        self, ai: AIMessage | None, gate: _Gate
+        self, response: Any, gate: _Gate
     ) -> tuple[AIMessage, Verdict, dict[int, list[str]]] | None:
-        """``None`` when ``ai`` holds no call or every call passed (its
-        arguments now the cleaned ones); else the answer, its verdict and
-        the problems ``extra_validators`` found, by call."""
+        """``None`` when the model's answer in ``response`` holds no call
+        or every call passed (its arguments now the cleaned ones); else the
+        answer, its verdict and the problems ``extra_validators`` found, by
+        call."""
+        # What a model node's handler returns, one AIMessage in a
+        # ModelResponse, taken here without a call; anything else is looked
+        # through by `_ai_message`.
+        result = response.result if type(response) is ModelResponse else None
+        if result and len(result) == 1 and type(result[0]) is AIMessage:
+            ai: AIMessage | None = result[0]
+        else:
+            ai = _ai_message(response)
         if ai is None:
             return None
         calls = ai.tool_calls
@@ -364,7 +369,7 @@ class ToolgateMiddleware(AgentMiddleware):
         self, response: Any, ai: AIMessage, verdict: Verdict, extra: Mapping[int, list[str]]
     ) -> Any:
         if self._on_failure == "pass":
-            logger.warning(
+            _warn(
                 "toolgate: tool calls still failed their checks after %d retries; "
                 "passing the answer on unchanged (on_failure='pass')",
                 self._max_retries,
@@ -380,6 +385,21 @@ class ToolgateMiddleware(AgentMiddleware):
             raise ToolCallBlocked(message, verdict)
         reasons = "\n".join(str(r.content) for r in blocked)
         return ModelResponse(result=[AIMessage(content=f"{message}\n{reasons}")])
+
+
+def _warn(message: str, *args: object) -> None:
+    """``logger.warning(message, *args)``, its record made without looking
+    for the caller up the stack (``Logger.findCaller``, a fifth of the cost
+    of a record, which is most of the cost of a refused answer when no
+    retry is left). Every warning of this module is made here, so its
+    record names this function, with its file and first line, as where it
+    was logged; the rest of the record is what ``logger.warning`` makes."""
+    if logger.isEnabledFor(logging.WARNING):
+        code = _warn.__code__
+        record = logger.makeRecord(
+            logger.name, logging.WARNING, code.co_filename, code.co_firstlineno, message, args, None, "_warn"
+        )
+        logger.handle(record)
 
 
 def _replies(ai: AIMessage, verdict: Verdict, extra: Mapping[int, list[str]]) -> list[ToolMessage]:
