@@ -32,6 +32,10 @@ const KEYS: &str = "x-toolgate-idempotency-keys";
 const CLIENTS: usize = 32;
 /// Answered requests before the kill.
 const ANSWERED_BEFORE_KILL: usize = 300;
+/// How long a step may take before the test gives up: a bound on a wait
+/// (a debug build on a loaded 2-core machine answered 277 requests in
+/// 10 s), never a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 const POLICY: &str = "\
 tools:
@@ -146,12 +150,12 @@ fn start_gateway(dir: &Path, upstream: &str) -> Gateway {
         }
         let _ = found.send(Err(lines.join("\n")));
     });
-    match address.recv_timeout(Duration::from_secs(10)) {
+    match address.recv_timeout(PATIENCE) {
         Ok(Ok(addr)) => Gateway { child, addr },
         Ok(Err(stderr)) => panic!("toolgate serve stopped before listening:\n{stderr}"),
         Err(_) => {
             let _ = child.kill();
-            panic!("toolgate serve did not listen within 10 s");
+            panic!("toolgate serve did not listen within {PATIENCE:?}");
         }
     }
 }
@@ -246,7 +250,7 @@ async fn every_key_a_client_received_is_audited_after_a_kill() {
             tokio::spawn(async move {
                 let client = reqwest::Client::builder()
                     .no_proxy()
-                    .timeout(Duration::from_secs(10))
+                    .timeout(PATIENCE)
                     .build()
                     .unwrap();
                 for round in 0usize.. {
@@ -264,8 +268,8 @@ async fn every_key_a_client_received_is_audited_after_a_kill() {
     let began = Instant::now();
     while seen.answered.load(Ordering::SeqCst) < ANSWERED_BEFORE_KILL {
         assert!(
-            began.elapsed() < Duration::from_secs(10),
-            "only {} requests answered in 10 s",
+            began.elapsed() < PATIENCE,
+            "only {} requests answered in {PATIENCE:?}",
             seen.answered.load(Ordering::SeqCst)
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -276,7 +280,7 @@ async fn every_key_a_client_received_is_audited_after_a_kill() {
     gateway.child.kill().unwrap();
     gateway.child.wait().unwrap();
     for client in clients {
-        tokio::time::timeout(Duration::from_secs(10), client)
+        tokio::time::timeout(PATIENCE, client)
             .await
             .expect("every client stops once the gateway is gone")
             .unwrap();
@@ -363,7 +367,7 @@ fn exits_cleanly(mut gateway: Gateway) {
             break exit;
         }
         assert!(
-            began.elapsed() < Duration::from_secs(10),
+            began.elapsed() < PATIENCE,
             "the gateway did not exit after SIGTERM"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -408,14 +412,14 @@ async fn sigterm_finishes_the_requests_in_flight() {
     let began = Instant::now();
     while asked.load(Ordering::SeqCst) < IN_FLIGHT {
         assert!(
-            began.elapsed() < Duration::from_secs(10),
+            began.elapsed() < PATIENCE,
             "requests never reached the upstream"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     terminate(&gateway);
     for request in requests {
-        tokio::time::timeout(Duration::from_secs(10), request)
+        tokio::time::timeout(PATIENCE, request)
             .await
             .expect("a request in flight is answered after SIGTERM")
             .unwrap()
