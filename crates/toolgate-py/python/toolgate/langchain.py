@@ -238,7 +238,7 @@ class ToolgateMiddleware(AgentMiddleware):
     ) -> Any:
         response = handler(request)
         gate = self._gate(request)
-        failed = self._check(response, gate)
+        failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
         if not self._max_retries:
@@ -258,7 +258,7 @@ class ToolgateMiddleware(AgentMiddleware):
     ) -> Any:
         response = await handler(request)
         gate = self._gate(request)
-        failed = self._check(response, gate)
+        failed = self._check(_ai_message(response), gate)
         if failed is None:
             return response
         if not self._max_retries:
@@ -293,7 +293,7 @@ class ToolgateMiddleware(AgentMiddleware):
             replies = _replies(ai, verdict, extra)
             conversation = [*conversation, ai, *replies]
             response = yield request.override(messages=conversation)
-            checked = self._check(response, gate)
+            checked = self._check(_ai_message(response), gate)
             if checked is None:
                 return response
             failed = checked
@@ -325,20 +325,11 @@ class ToolgateMiddleware(AgentMiddleware):
         return cached[0]
 
     def _check(
-        self, response: Any, gate: _Gate
+        self, ai: AIMessage | None, gate: _Gate
     ) -> tuple[AIMessage, Verdict, dict[int, list[str]]] | None:
-        """``None`` when the model's answer in ``response`` holds no call
-        or every call passed (its arguments now the cleaned ones); else the
-        answer, its verdict and the problems ``extra_validators`` found, by
-        call."""
-        # What a model node's handler returns, one AIMessage in a
-        # ModelResponse, taken here without a call; anything else is looked
-        # through by `_ai_message`.
-        result = response.result if type(response) is ModelResponse else None
-        if result and len(result) == 1 and type(result[0]) is AIMessage:
-            ai: AIMessage | None = result[0]
-        else:
-            ai = _ai_message(response)
+        """``None`` when ``ai`` holds no call or every call passed (its
+        arguments now the cleaned ones); else the answer, its verdict and
+        the problems ``extra_validators`` found, by call."""
         if ai is None:
             return None
         calls = ai.tool_calls
