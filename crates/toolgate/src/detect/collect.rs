@@ -36,7 +36,7 @@ pub(crate) enum ArgSource<'a> {
 }
 
 /// Accumulates what a reader finds, in order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Collector<'l> {
     pub(crate) limits: &'l Limits,
     calls: Vec<ToolCall>,

@@ -11,6 +11,8 @@
 //! the reference, only faster: `tests` and the `detect` fuzz target hold
 //! both readers to the same views.
 
+pub(crate) mod answer;
+
 use std::borrow::Cow;
 
 use crate::detect::cursor::{items, reads_with_cursor, Cursor};
@@ -248,6 +250,15 @@ fn look_up(key: &str) -> Key {
     }
 }
 
+/// What [`Scan::in_passing`] read of arguments in passing.
+enum InPassing {
+    /// Nothing: the value was read as its field takes it.
+    AsTaken,
+    /// What the view then holds in passing: the arguments' tape, a
+    /// string's decoded text, or nothing (a string with no escape).
+    Read(Option<ReadArguments>),
+}
+
 /// A field's value as read, before it is stored.
 enum Value<'a> {
     Null,
@@ -392,6 +403,20 @@ impl<'a> Scan<'a> {
     /// field takes it.
     fn arguments(&mut self, field: Field, obj: &mut Obj<'a>) -> Option<Value<'a>> {
         self.space();
+        // A Responses request's `input` list: its conversation.
+        if matches!(field, Field::input) && self.peek()? == b'[' {
+            return self.container(field, obj);
+        }
+        let (value, read) = self.in_passing(field)?;
+        if let InPassing::Read(read) = read {
+            obj.arguments_read = ReadInPassing::new(read);
+        }
+        Some(value)
+    }
+
+    /// The value of `field`, an argument key, at the cursor (an `input`
+    /// list aside), and what was read of its arguments in passing.
+    fn in_passing(&mut self, field: Field) -> Option<(Value<'a>, InPassing)> {
         let start = self.at;
         let tape = match self.peek()? {
             b'"' if matches!(field, Field::arguments) => {
@@ -402,22 +427,22 @@ impl<'a> Scan<'a> {
                 self.max_depth,
                 self.max_depth - self.depth,
             ),
-            // A Responses request's `input` list: its conversation.
-            b'[' if matches!(field, Field::input) => return self.container(field, obj),
-            _ => return self.value(TAKES[field as usize]),
+            _ => return Some((self.value(TAKES[field as usize])?, InPassing::AsTaken)),
         };
         if let Some((tape, used)) = tape {
             self.at += used;
-            obj.arguments_read =
-                ReadInPassing::new(ReadArguments::tape(KEYS[field as usize], tape));
-            return Some(Value::Raw(Raw::checked(&self.text[start..self.at])));
+            let read = ReadArguments::tape(KEYS[field as usize], tape);
+            let raw = Raw::checked(&self.text[start..self.at]);
+            return Some((Value::Raw(raw), InPassing::Read(read)));
         }
         if self.peek()? != b'"' {
-            return self.value(TAKES[field as usize]);
+            return Some((self.value(TAKES[field as usize])?, InPassing::AsTaken));
         }
         let (raw, text) = self.decoded_string()?;
-        obj.arguments_read = ReadInPassing::new(text.map(ReadArguments::Text));
-        Some(Value::Raw(raw))
+        Some((
+            Value::Raw(raw),
+            InPassing::Read(text.map(ReadArguments::Text)),
+        ))
     }
 
     /// The value of `field`, a container kept raw (it may be arguments or
@@ -879,14 +904,14 @@ pub fn agrees(text: &str, max_depth: usize) -> Result<bool, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::agrees;
 
     /// Every document under `tests/fixtures` and `tests/conformance` (whole
     /// files, JSON lines and `data:` lines), and what those documents
     /// become when cut short, when a byte is changed, and when keys are
     /// given twice or escaped.
-    fn corpus() -> Vec<String> {
+    pub(crate) fn corpus() -> Vec<String> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
         let mut files = Vec::new();
         let mut dirs = vec![root.join("fixtures"), root.join("conformance")];
@@ -919,7 +944,7 @@ mod tests {
         docs
     }
 
-    fn variants(doc: &str) -> Vec<String> {
+    pub(crate) fn variants(doc: &str) -> Vec<String> {
         let mut out = vec![
             doc.replacen("\"name\"", "\"name\":1,\"name\"", 1),
             doc.replacen("\"type\"", "\"ty\\u0070e\"", 1),

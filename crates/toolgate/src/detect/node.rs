@@ -228,6 +228,11 @@ impl<'a> Held<'a> {
         }
     }
 
+    /// How many views are alive on this thread.
+    pub(crate) fn alive() -> usize {
+        VIEWS.with(Cell::get)
+    }
+
     /// Count one more view alive on the thread, if it may hold one more.
     fn count() -> Option<()> {
         VIEWS.with(|views| {

@@ -1,0 +1,1008 @@
+//! A model's answer read on a short path: an OpenAI Chat Completions
+//! response whose objects hold only the keys such an answer holds, read
+//! straight into its calls, with no view of any object and no walk of the
+//! position table.
+//!
+//! The general readers build a view of every object that holds a key of
+//! the table ([`Obj`](crate::detect::node::Obj), about 1 KiB) and then
+//! walk them against the whole table ([`document`](crate::detect::document)).
+//! For an answer of this one shape, what that walk tells the collector is
+//! known in advance; [`Answer::record`] tells it the same, in the same
+//! order. The shape is narrow on purpose: at every level, a key of the
+//! table this module does not name, a rare key, another spelling of a
+//! key, a key given twice or escaped, a value of another type than the one
+//! named below, a role other than `assistant`, a call `type` other than
+//! `function`, an escaped id, type or name, nesting past the bound or too
+//! many objects, and anything the fast reader itself gives up on, make it
+//! give up (`None`), and the general readers read the answer, as before.
+//! Keys of no table (`usage`, `created`, `finish_reason`, `refusal`, ...)
+//! are skipped, as both general readers skip them.
+//!
+//! ```text
+//! {"id": any, "object": a string, "model": any,
+//!  "choices": [{"message": null | {"role": "assistant",
+//!                                  "content": null | a string,
+//!                                  "tool_calls": null | [{"id": null | a string,
+//!                                                         "type": null | "function",
+//!                                                         "function": {"name": a string,
+//!                                                                      "arguments": any}}]}}]}
+//! ```
+//! (`choices` and a message's `role`, a call's `function` and its `name`
+//! are required.) Debug builds (the tests, the fuzz targets) read every
+//! answer taken here the general way too and assert that both detections
+//! are equal ([`crate::detect`]).
+
+use std::borrow::Cow;
+
+use super::{look_up, Field, InPassing, Key, Scan, Value};
+use crate::detect::collect::{ArgSource, Collector};
+use crate::detect::cursor::{items, Cursor};
+use crate::detect::limits::MAX_ENVELOPE_OBJECTS;
+use crate::detect::node::{Held, Node, Obj, ReadArguments};
+use crate::model::{CallKind, Format};
+
+/// What the short path read of an answer, to be told to a collector.
+#[derive(Debug)]
+pub(crate) struct Answer<'a> {
+    shape: Shape,
+    /// Every call, in order.
+    calls: Vec<Call<'a>>,
+}
+
+#[derive(Debug)]
+enum Shape {
+    /// A Chat Completions response: its choices.
+    Chat(smallvec::SmallVec<[Choice; 1]>),
+    /// A Messages response: whether each block of its `content` list is a
+    /// call (`None`: its content is text, or none).
+    Message(Option<Blocks>),
+}
+
+/// A choice of a Chat Completions response.
+#[derive(Debug)]
+enum Choice {
+    /// It holds no message.
+    Empty,
+    /// A message, and how many calls its `tool_calls` list holds (`None`
+    /// when it has no list).
+    Message(Option<usize>),
+}
+
+#[derive(Debug)]
+struct Call<'a> {
+    id: Option<&'a str>,
+    name: &'a str,
+    args: ArgSource<'a>,
+}
+
+/// The keys of an answer's root that tell its shape.
+#[derive(Default)]
+struct Root<'a> {
+    choices: Option<smallvec::SmallVec<[Choice; 1]>>,
+    object: bool,
+    kind: Option<&'a str>,
+    role: Option<&'a str>,
+    content: Content,
+}
+
+/// Whether each block of a `content` list is a call.
+type Blocks = smallvec::SmallVec<[bool; 4]>;
+
+/// An answer's `content`.
+#[derive(Default)]
+enum Content {
+    #[default]
+    Absent,
+    /// Text, or `null`.
+    Text,
+    Blocks(Blocks),
+}
+
+/// Read `text` (whitespace before it trimmed), one whole JSON document,
+/// as an answer of the short path's shape within `max_depth`; `None` when
+/// it is not one, and the general readers must read it.
+pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
+    let mut scan = Scan {
+        cursor: Cursor::new(text),
+        arena: None,
+        depth: 0,
+        max_depth,
+        envelope: 0,
+        ahead: None,
+        refused: false,
+    };
+    if scan.peek()? != b'{' {
+        return None;
+    }
+    let mut calls = Vec::new();
+    let mut root = Root::default();
+    scan.entries(|scan, field| match field {
+        // (`id` is kept raw, `model` only seen: neither is read here.)
+        Field::id | Field::model => scan.skip(),
+        Field::object => {
+            root.object = true;
+            scan.value(super::Take::IsList).map(drop)
+        }
+        Field::choices => {
+            root.choices = Some(scan.choices(&mut calls)?);
+            Some(())
+        }
+        Field::kind => {
+            root.kind = Some(scan.plain()?);
+            Some(())
+        }
+        Field::role => {
+            root.role = Some(scan.plain()?);
+            Some(())
+        }
+        Field::content => {
+            root.content = scan.content(&mut calls)?;
+            Some(())
+        }
+        _ => None,
+    })?;
+    let (shape, objects) = match root {
+        Root {
+            choices: Some(choices),
+            kind: None,
+            role: None,
+            content: Content::Absent,
+            ..
+        } => {
+            let objects = 1 + 2 * choices.len() + 2 * calls.len();
+            (Shape::Chat(choices), objects)
+        }
+        Root {
+            choices: None,
+            object: false,
+            kind: Some("message"),
+            role: Some("assistant"),
+            content,
+        } => {
+            let blocks = match content {
+                Content::Blocks(blocks) => Some(blocks),
+                Content::Absent | Content::Text => None,
+            };
+            let objects = 1 + blocks.as_ref().map_or(0, smallvec::SmallVec::len);
+            (Shape::Message(blocks), objects)
+        }
+        _ => return None,
+    };
+    // Each object the general reader would make a view of, at most: past
+    // the thread's bound, the general reader says so.
+    if !scan.at_end() || Held::alive() + objects > MAX_ENVELOPE_OBJECTS {
+        return None;
+    }
+    Some(Answer { shape, calls })
+}
+
+impl<'a> Scan<'a> {
+    /// The entries of the object at the cursor: `entry` reads the value of
+    /// each key of the table (at the value); the values of keys of no
+    /// table are skipped, as the general readers skip them. A rare key,
+    /// another spelling of a key, an escaped key or one given twice gives
+    /// up.
+    fn entries(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
+        self.open()?;
+        self.at += 1;
+        let mut seen = 0u128;
+        items(self, b'}', |scan| {
+            let (key, escaped) = scan.string()?;
+            if escaped {
+                return None;
+            }
+            scan.eat(b':')?;
+            match look_up(key) {
+                Key::Field(field) => {
+                    let bit = 1u128 << field as u8;
+                    if seen & bit != 0 {
+                        return None;
+                    }
+                    seen |= bit;
+                    scan.space();
+                    entry(scan, field)
+                }
+                Key::Other => scan.skip(),
+                Key::Rare(_) | Key::Variant => None,
+            }
+        })?;
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// The items of the array at the cursor, each an object read by `item`.
+    fn objects(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if self.peek()? != b'[' {
+            return None;
+        }
+        self.open()?;
+        self.at += 1;
+        items(self, b']', |scan| {
+            if scan.peek()? != b'{' {
+                return None;
+            }
+            item(scan)
+        })?;
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// A string with no escape at the cursor.
+    fn plain(&mut self) -> Option<&'a str> {
+        match self.string()? {
+            (text, false) => Some(text),
+            (_, true) => None,
+        }
+    }
+
+    /// `null` at the cursor.
+    fn null(&mut self) -> Option<()> {
+        self.literal("null")
+    }
+
+    /// A Chat Completions response's `choices`.
+    fn choices(&mut self, calls: &mut Vec<Call<'a>>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
+        let mut choices = smallvec::SmallVec::new();
+        self.objects(|scan| {
+            let mut choice = Choice::Empty;
+            scan.entries(|scan, field| match field {
+                Field::message if scan.peek()? == b'n' => scan.null(),
+                Field::message => {
+                    choice = scan.message(calls)?;
+                    Some(())
+                }
+                _ => None,
+            })?;
+            choices.push(choice);
+            Some(())
+        })?;
+        Some(choices)
+    }
+
+    /// A choice's message.
+    fn message(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Choice> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut assistant = false;
+        let mut listed = None;
+        self.entries(|scan, field| match field {
+            Field::role => {
+                assistant = scan.plain()? == "assistant";
+                assistant.then_some(())
+            }
+            Field::content => match scan.peek()? {
+                b'n' => scan.null(),
+                b'"' => scan.string().map(drop),
+                _ => None,
+            },
+            Field::tool_calls if scan.peek()? == b'n' => scan.null(),
+            Field::tool_calls => {
+                let before = calls.len();
+                scan.objects(|scan| scan.call(calls))?;
+                listed = Some(calls.len() - before);
+                Some(())
+            }
+            _ => None,
+        })?;
+        assistant.then_some(Choice::Message(listed))
+    }
+
+    /// A `tool_calls` element.
+    fn call(&mut self, calls: &mut Vec<Call<'a>>) -> Option<()> {
+        let mut id = None;
+        let mut function = None;
+        self.entries(|scan, field| match field {
+            Field::id | Field::kind if scan.peek()? == b'n' => scan.null(),
+            Field::id => {
+                id = Some(scan.plain()?);
+                Some(())
+            }
+            Field::kind => (scan.plain()? == "function").then_some(()),
+            Field::function if scan.peek()? == b'{' => {
+                function = Some(scan.function()?);
+                Some(())
+            }
+            _ => None,
+        })?;
+        let (name, args) = function?;
+        calls.push(Call { id, name, args });
+        Some(())
+    }
+
+    /// A call's `function`: its name and arguments.
+    fn function(&mut self) -> Option<(&'a str, ArgSource<'a>)> {
+        let mut name = None;
+        let mut args = ArgSource::Absent;
+        self.entries(|scan, field| match field {
+            Field::name => {
+                name = Some(scan.plain()?);
+                Some(())
+            }
+            Field::arguments => {
+                args = scan.arguments_of(Field::arguments)?;
+                Some(())
+            }
+            _ => None,
+        })?;
+        Some((name?, args))
+    }
+
+    /// The arguments of `field`, an argument key, at the cursor, as the
+    /// general readers give them to the collector: read in passing onto
+    /// their tape, or decoded, or raw; absent when `null`.
+    fn arguments_of(&mut self, field: Field) -> Option<ArgSource<'a>> {
+        Some(match self.in_passing(field)? {
+            (Value::Null, _) => ArgSource::Absent,
+            (Value::Raw(raw), InPassing::Read(Some(ReadArguments::Tape(_, tape)))) => {
+                ArgSource::Tape(tape, raw)
+            }
+            (Value::Raw(_), InPassing::Read(Some(ReadArguments::Text(text)))) => {
+                ArgSource::Text(Cow::Owned(text.into()))
+            }
+            (Value::Raw(raw), InPassing::Read(None) | InPassing::AsTaken) => ArgSource::Inline(raw),
+            _ => return None,
+        })
+    }
+
+    /// A Messages response's `content`: a list of blocks, each a call or
+    /// not, read ahead as the general reader reads it (a reader of its
+    /// own, from a nesting of 0 within what is left of the bound), or text
+    /// (`None`), or `null` (`None`).
+    fn content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Content> {
+        match self.peek()? {
+            b'n' => return self.null().map(|()| Content::Text),
+            b'"' => return self.string().map(|_| Content::Text),
+            b'[' => {}
+            _ => return None,
+        }
+        let start = self.at;
+        let mut ahead = Scan {
+            cursor: Cursor::new(&self.text[start..]),
+            arena: None,
+            depth: 0,
+            max_depth: self.max_depth - self.depth,
+            envelope: 0,
+            ahead: None,
+            refused: false,
+        };
+        let mut blocks = Blocks::new();
+        ahead.objects(|scan| {
+            blocks.push(scan.block(calls)?);
+            Some(())
+        })?;
+        // Past the general reader's allowance for reading ahead (a view and
+        // an item a block), it reads the content otherwise.
+        let spent =
+            blocks.len() * (std::mem::size_of::<Obj<'_>>() + std::mem::size_of::<Node<'_>>());
+        if spent > super::READ_AHEAD {
+            return None;
+        }
+        self.at = start + ahead.at;
+        Some(Content::Blocks(blocks))
+    }
+
+    /// A content block: whether it is a call (a `tool_use` block; a `text`
+    /// block is none).
+    fn block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+        let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
+        self.entries(|scan, field| match field {
+            Field::kind => {
+                kind = Some(scan.plain()?);
+                Some(())
+            }
+            Field::id if scan.peek()? == b'n' => scan.null().map(|()| id = Some(None)),
+            Field::id => {
+                id = Some(Some(scan.plain()?));
+                Some(())
+            }
+            Field::name => {
+                name = Some(scan.plain()?);
+                Some(())
+            }
+            // (An `input` list is read as a container.)
+            Field::input if scan.peek()? != b'[' => {
+                input = Some(scan.arguments_of(Field::input)?);
+                Some(())
+            }
+            _ => None,
+        })?;
+        match (kind?, name) {
+            ("tool_use", Some(name)) => {
+                let args = input.unwrap_or(ArgSource::Absent);
+                calls.push(Call {
+                    id: id.flatten(),
+                    name,
+                    args,
+                });
+                Some(true)
+            }
+            ("text", None) if id.is_none() && input.is_none() => Some(false),
+            _ => None,
+        }
+    }
+}
+
+impl Answer<'_> {
+    /// Tell `out` what the general readers tell it of this answer, in the
+    /// same order ([`document::read_root`] over its views).
+    ///
+    /// [`document::read_root`]: crate::detect::document::read_root
+    pub(crate) fn record(self, out: &mut Collector<'_>) {
+        let mut calls = self.calls.into_iter();
+        out.listed = false;
+        match self.shape {
+            // The root and each choice hold no call of their own; `choices`
+            // is seen as Chat Completions, each message as a turn of the
+            // assistant, its `tool_calls` as a list of calls, each read
+            // through its `function`.
+            Shape::Chat(choices) => {
+                out.descend();
+                out.saw(Format::OpenAiChat);
+                for choice in choices {
+                    out.listed = false;
+                    out.descend();
+                    if let Choice::Message(listed) = choice {
+                        out.saw(Format::Generic);
+                        assistant(out, |out| {
+                            if let Some(count) = listed {
+                                out.saw(Format::Generic);
+                                out.expect_calls(count);
+                                for call in calls.by_ref().take(count) {
+                                    out.descend();
+                                    call.record(Format::OpenAiChat, out);
+                                    out.ascend();
+                                }
+                            }
+                        });
+                    }
+                    out.ascend();
+                }
+                out.ascend();
+            }
+            // The root is a message of the assistant (its `type` a message's)
+            // whose `content` is seen as Anthropic's; each `tool_use` block
+            // is a call by its type.
+            Shape::Message(blocks) => assistant(out, |out| {
+                if let Some(blocks) = blocks {
+                    out.saw(Format::Anthropic);
+                    for call in blocks {
+                        out.listed = false;
+                        out.descend();
+                        if call {
+                            if let Some(call) = calls.next() {
+                                call.record(Format::Anthropic, out);
+                            }
+                            out.saw(Format::Generic);
+                        }
+                        out.ascend();
+                    }
+                }
+                out.saw(Format::Generic);
+            }),
+        }
+    }
+}
+
+/// A message of the assistant, its containers read by `containers`: a
+/// turn of its own; one that records nothing moves the conversation on.
+fn assistant(out: &mut Collector<'_>, containers: impl FnOnce(&mut Collector<'_>)) {
+    out.descend();
+    let mark = out.mark();
+    out.next_turn(Some("assistant"));
+    out.saw(Format::Generic);
+    let outer = out.mute_as(false, false);
+    containers(out);
+    out.restore_mute(outer);
+    if !out.recorded_since(mark) {
+        out.moved_on();
+    }
+    out.ascend();
+}
+
+impl Call<'_> {
+    fn record(self, format: Format, out: &mut Collector<'_>) {
+        out.call(format, CallKind::Function, self.id, self.name, self.args);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read;
+    use crate::detect::collect::{Collector, RawArguments};
+    use crate::detect::{read_body, Detection, Limits};
+    use crate::model::Framing;
+
+    /// The detection of the short path and of the general readers, when
+    /// the short path takes `text`.
+    fn both(text: &str, limits: &Limits, judge: bool) -> Option<(Detection, Detection)> {
+        let body = text.trim_start();
+        let answer = read(
+            body,
+            limits.max_depth.min(crate::detect::limits::HARD_MAX_DEPTH),
+        )?;
+        let mut out = Collector::new(limits);
+        if judge {
+            out.raw_arguments = RawArguments::Unwanted;
+        }
+        let twin = out.clone();
+        answer.record(&mut out);
+        Some((out.finish(Framing::Json), read_body(body, twin, limits)))
+    }
+
+    fn agree(text: &str, limits: &Limits) -> bool {
+        let mut taken = false;
+        for judge in [false, true] {
+            if let Some((short, general)) = both(text, limits, judge) {
+                assert_eq!(short, general, "{text}");
+                taken = true;
+            }
+        }
+        taken
+    }
+
+    /// A small generator of chat completions near the short path's shape:
+    /// every level's keys in any order, with values of each type, nulls,
+    /// escapes, keys of the table the path does not take, rare keys and
+    /// other spellings, keys given twice, and arguments of every kind.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            // xorshift64*
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            usize::try_from(self.next() % n as u64).unwrap_or(0)
+        }
+
+        /// The first of `from` most of the time, else any.
+        fn pick<'s>(&mut self, from: &[&'s str]) -> &'s str {
+            if self.below(16) != 0 {
+                return from[0];
+            }
+            from[self.below(from.len())]
+        }
+
+        /// An object of `entries` (key, value) in a shuffled order, some
+        /// dropped, one sometimes given twice, with an extra key now and
+        /// then.
+        fn object(&mut self, mut entries: Vec<(String, String)>, extra: &[(&str, &str)]) -> String {
+            if self.below(16) == 0 {
+                let (key, value) = extra[self.below(extra.len())];
+                entries.push((key.to_owned(), value.to_owned()));
+            }
+            if !entries.is_empty() && self.below(20) == 0 {
+                let at = self.below(entries.len());
+                entries.remove(at);
+            }
+            if !entries.is_empty() && self.below(40) == 0 {
+                let twice = entries[self.below(entries.len())].clone();
+                entries.push(twice);
+            }
+            for i in (1..entries.len()).rev() {
+                let j = self.below(i + 1);
+                entries.swap(i, j);
+            }
+            let space = if self.below(6) == 0 { " \n" } else { "" };
+            let inner: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{space}\"{k}\"{space}:{space}{v}"))
+                .collect();
+            format!("{{{}{space}}}", inner.join(","))
+        }
+
+        fn arguments(&mut self) -> String {
+            self.pick(&[
+                r#""{\"location\":\"Paris, France\",\"days\":3}""#,
+                r#""{}""#,
+                r#""""#,
+                "null",
+                r#"{"location":"Paris","unit":"celsius"}"#,
+                r#""{\"a\":\"\\u00e9\\n\\\"q\\\"\"}""#,
+                r#""{bad""#,
+                "5",
+                r#""[1,2]""#,
+                r#""{\"a\":1,\"a\":2}""#,
+                r#""{\"a\":{\"b\":{\"c\":{\"d\":[[[1]]]}}}}""#,
+                r#"{"a":{"b":{"c":{"d":[[[1]]]}}}}"#,
+                r#""\u00e9""#,
+                r#""{\"a\":1e400}""#,
+                r#""{\"s\":\"\\ud800\"}""#,
+                "[1]",
+                r#""{\"x\": \"a\u0001\"}""#,
+            ])
+            .to_owned()
+        }
+
+        fn function(&mut self) -> String {
+            let name = self.pick(&[
+                r#""get_weather""#,
+                r#""get_weather""#,
+                "null",
+                r#""we\u0061ther""#,
+                r#""has space""#,
+                r#""""#,
+                "7",
+            ]);
+            let entries = vec![
+                ("name".to_owned(), name.to_owned()),
+                ("arguments".to_owned(), self.arguments()),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("id", r#""f1""#),
+                    ("state", r#""partial-call""#),
+                    ("strict", "true"),
+                    ("Name", r#""x""#),
+                    ("input", "{}"),
+                ],
+            )
+        }
+
+        fn call(&mut self, n: usize) -> String {
+            let id = match self.below(16) {
+                0 => "null".to_owned(),
+                1 => "5".to_owned(),
+                2 => r#""c\u0031""#.to_owned(),
+                3 => r#""dup""#.to_owned(),
+                _ => format!("\"call_{n}\""),
+            };
+            let kind = self.pick(&[
+                r#""function""#,
+                r#""function""#,
+                "null",
+                r#""tool_use""#,
+                r#""custom""#,
+                r#""tool-x""#,
+            ]);
+            let function = match self.below(24) {
+                0 => "null".to_owned(),
+                1 => r#""x""#.to_owned(),
+                _ => self.function(),
+            };
+            let entries = vec![
+                ("id".to_owned(), id),
+                ("type".to_owned(), kind.to_owned()),
+                ("function".to_owned(), function),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("index", "0"),
+                    ("name", r#""x""#),
+                    ("arguments", r#""{}""#),
+                    ("Function", "{}"),
+                    ("custom", "{}"),
+                ],
+            )
+        }
+
+        fn message(&mut self) -> String {
+            let role = self.pick(&[
+                r#""assistant""#,
+                r#""assistant""#,
+                r#""assistant""#,
+                r#""user""#,
+                r#""tool""#,
+                "null",
+                r#""assis\u0074ant""#,
+            ]);
+            let content = self.pick(&[
+                "null",
+                r#""Let me check.""#,
+                r#""a\nb \"q\"""#,
+                r#"[{"type":"text","text":"x"}]"#,
+                "5",
+                r#""bad \ud800""#,
+            ]);
+            let tool_calls = match self.below(16) {
+                0 => "null".to_owned(),
+                1 => "[]".to_owned(),
+                2 => r#""x""#.to_owned(),
+                3 => "[1]".to_owned(),
+                _ => {
+                    let calls: Vec<String> = (0..=self.below(4)).map(|n| self.call(n)).collect();
+                    format!("[{}]", calls.join(","))
+                }
+            };
+            let entries = vec![
+                ("role".to_owned(), role.to_owned()),
+                ("content".to_owned(), content.to_owned()),
+                ("tool_calls".to_owned(), tool_calls),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("refusal", "null"),
+                    ("annotations", "[]"),
+                    ("name", r#""bot""#),
+                    ("function_call", r#"{"name":"f","arguments":"{}"}"#),
+                    ("tool_call_id", r#""c""#),
+                    ("Tool_Calls", "[]"),
+                    ("audio", "null"),
+                ],
+            )
+        }
+
+        fn choice(&mut self) -> String {
+            let message = match self.below(24) {
+                0 => "null".to_owned(),
+                1 => r#""x""#.to_owned(),
+                _ => self.message(),
+            };
+            let entries = vec![
+                ("index".to_owned(), "0".to_owned()),
+                ("message".to_owned(), message),
+                ("finish_reason".to_owned(), r#""tool_calls""#.to_owned()),
+                ("logprobs".to_owned(), "null".to_owned()),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("delta", "{}"),
+                    ("role", r#""assistant""#),
+                    ("content_filter_results", r#"{"hate":{"filtered":false}}"#),
+                    ("Message", "{}"),
+                ],
+            )
+        }
+
+        fn completion(&mut self) -> String {
+            let choices = match self.below(24) {
+                0 => "null".to_owned(),
+                1 => "[]".to_owned(),
+                2 => "{}".to_owned(),
+                3 => "[1]".to_owned(),
+                _ => {
+                    let choices: Vec<String> =
+                        (0..=self.below(3) / 2).map(|_| self.choice()).collect();
+                    format!("[{}]", choices.join(","))
+                }
+            };
+            let entries = vec![
+                ("id".to_owned(), r#""chatcmpl-1""#.to_owned()),
+                (
+                    "object".to_owned(),
+                    self.pick(&[r#""chat.completion""#, r#""list""#, "5", "null"])
+                        .to_owned(),
+                ),
+                ("created".to_owned(), "1767225600".to_owned()),
+                (
+                    "model".to_owned(),
+                    self.pick(&[r#""gpt-4.1""#, "null", r#"{"a":[1]}"#])
+                        .to_owned(),
+                ),
+                ("choices".to_owned(), choices),
+                (
+                    "usage".to_owned(),
+                    r#"{"prompt_tokens":1,"completion_tokens":2,"details":{"a":[{"b":{}}]}}"#
+                        .to_owned(),
+                ),
+                ("system_fingerprint".to_owned(), "null".to_owned()),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("error", "null"),
+                    ("Choices", "[]"),
+                    ("body", "{}"),
+                    ("tools", "[]"),
+                    ("messages", "[]"),
+                    ("prompt_filter_results", "[]"),
+                    ("previous_response_id", r#""r""#),
+                ],
+            )
+        }
+    }
+
+    impl Gen {
+        fn block(&mut self, n: usize) -> String {
+            if self.below(4) == 0 {
+                let text = self.pick(&[r#""Let me look.""#, r#""a\nb""#, "null", "7"]);
+                let entries = vec![
+                    ("type".to_owned(), r#""text""#.to_owned()),
+                    ("text".to_owned(), text.to_owned()),
+                ];
+                return self.object(
+                    entries,
+                    &[
+                        ("citations", "[]"),
+                        ("name", r#""x""#),
+                        ("input", "{}"),
+                        ("id", r#""t""#),
+                    ],
+                );
+            }
+            let id = match self.below(16) {
+                0 => "null".to_owned(),
+                1 => "5".to_owned(),
+                2 => r#""t\u0031""#.to_owned(),
+                3 => r#""dup""#.to_owned(),
+                _ => format!("\"toolu_{n}\""),
+            };
+            let kind = self.pick(&[
+                r#""tool_use""#,
+                r#""server_tool_use""#,
+                r#""thinking""#,
+                "null",
+                r#""tool_result""#,
+            ]);
+            let name = self.pick(&[r#""get_weather""#, "null", r#""we\u0061ther""#, r#""""#]);
+            let input = self.pick(&[
+                r#"{"location":"Paris, France","days":3}"#,
+                "{}",
+                "null",
+                r#""{\"a\":1}""#,
+                "[1]",
+                "5",
+                r#"{"a":{"b":{"c":{"d":[[[1]]]}}}}"#,
+                r#"{"a":1,"a":2}"#,
+                r#"{"s":"\ud800"}"#,
+                r#"{"x":1e400}"#,
+            ]);
+            let entries = vec![
+                ("type".to_owned(), kind.to_owned()),
+                ("id".to_owned(), id),
+                ("name".to_owned(), name.to_owned()),
+                ("input".to_owned(), input.to_owned()),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("cache_control", "null"),
+                    ("arguments", r#""{}""#),
+                    ("content", "[]"),
+                    ("Input", "{}"),
+                    ("tool_use_id", r#""t""#),
+                    ("caller", r#"{"type":"direct"}"#),
+                ],
+            )
+        }
+
+        /// A Messages response near the short path's shape.
+        fn message_response(&mut self) -> String {
+            let content = match self.below(24) {
+                0 => "null".to_owned(),
+                1 => r#""Hello.""#.to_owned(),
+                2 => "{}".to_owned(),
+                3 => "[1]".to_owned(),
+                4 => "[]".to_owned(),
+                _ => {
+                    let blocks: Vec<String> = (0..=self.below(4)).map(|n| self.block(n)).collect();
+                    format!("[{}]", blocks.join(","))
+                }
+            };
+            let entries = vec![
+                ("id".to_owned(), r#""msg_01""#.to_owned()),
+                (
+                    "type".to_owned(),
+                    self.pick(&[r#""message""#, "null", r#""ai""#, r#""mess\u0061ge""#]).to_owned(),
+                ),
+                (
+                    "role".to_owned(),
+                    self.pick(&[r#""assistant""#, r#""user""#, "null", "3"]).to_owned(),
+                ),
+                ("model".to_owned(), r#""claude-haiku-4-5""#.to_owned()),
+                ("content".to_owned(), content),
+                ("stop_reason".to_owned(), r#""tool_use""#.to_owned()),
+                ("stop_sequence".to_owned(), "null".to_owned()),
+                (
+                    "usage".to_owned(),
+                    r#"{"input_tokens":1,"output_tokens":2,"server_tool_use":{"web_search_requests":0}}"#
+                        .to_owned(),
+                ),
+            ];
+            self.object(
+                entries,
+                &[
+                    ("object", r#""message""#),
+                    ("container", "null"),
+                    ("choices", "[]"),
+                    ("tools", "[]"),
+                    ("Content", "[]"),
+                    ("name", r#""n""#),
+                    ("input", "{}"),
+                ],
+            )
+        }
+    }
+
+    /// Limits that move what the collector does with the same calls.
+    fn limits() -> Vec<Limits> {
+        let mut all = Vec::new();
+        for max_calls in [1, 2, 128] {
+            for max_depth in [3, 5, 7, 9, 128] {
+                all.push(Limits {
+                    max_depth,
+                    max_calls,
+                    ..Limits::default()
+                });
+            }
+        }
+        all.push(Limits {
+            max_argument_bytes: 8,
+            ..Limits::default()
+        });
+        all
+    }
+
+    #[test]
+    fn the_short_path_detects_what_the_general_readers_detect() {
+        let limits = limits();
+        let mut gen = Gen(0x9E37_79B9_7F4A_7C15);
+        // Documents and those taken, of each shape.
+        let mut counts = [(0, 0); 2];
+        for n in 0..6000 {
+            let shape = n % 2;
+            let text = if shape == 0 {
+                gen.completion()
+            } else {
+                gen.message_response()
+            };
+            for limit in &limits {
+                agree(&text, limit);
+            }
+            counts[shape].0 += 1;
+            counts[shape].1 += usize::from(agree(&text, &Limits::default()));
+        }
+        // The generator stays near each shape: a good part is taken, and
+        // a good part is not.
+        for (documents, taken) in counts {
+            assert!(taken * 5 > documents, "{taken} of {documents} taken");
+            assert!(taken * 4 < documents * 3, "{taken} of {documents} taken");
+        }
+    }
+
+    /// Every fixture and conformance document, and their damaged variants.
+    #[test]
+    fn the_corpus_is_detected_alike_on_the_short_path() {
+        let mut taken = 0;
+        for doc in super::super::tests::corpus() {
+            for text in std::iter::once(doc.clone()).chain(super::super::tests::variants(&doc)) {
+                for limit in [
+                    Limits::default(),
+                    Limits {
+                        max_depth: 5,
+                        max_calls: 1,
+                        ..Limits::default()
+                    },
+                ] {
+                    taken += usize::from(agree(&text, &limit));
+                }
+            }
+        }
+        assert!(taken > 20, "{taken} taken");
+    }
+
+    #[test]
+    fn real_answers_take_the_short_path() {
+        let shapes = [
+            r#"{"id":"chatcmpl-P4","object":"chat.completion","created":1767225600,"model":"gpt-4.1-mini","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_0q","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Berlin, Germany\",\"unit\":\"fahrenheit\"}"}},{"id":"call_xY","type":"function","function":{"name":"get_current_time","arguments":""}}],"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1470,"completion_tokens":300,"total_tokens":1770},"service_tier":"default","system_fingerprint":"fp_f7"}"#,
+            r#"{"choices":[{"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}]}"#,
+            r#"  {"choices":[]}  "#,
+            r#"{"id":"msg_01P4","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_010q","name":"get_weather","input":{"location":"Berlin, Germany","unit":"fahrenheit"}},{"type":"tool_use","id":"toolu_01xY","name":"get_current_time","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1470,"cache_creation_input_tokens":0,"output_tokens":300,"service_tier":"standard"}}"#,
+            r#"{"type":"message","role":"assistant","content":"Hello."}"#,
+        ];
+        for text in shapes {
+            assert!(agree(text, &Limits::default()), "{text}");
+        }
+        for fixture in [
+            "openai-chat/nonstream-parallel-weather-stock.json",
+            "openai-chat/nonstream-unicode-args.json",
+            "anthropic/nonstream-text-and-4-parallel-tool-use.json",
+            "anthropic/nonstream-tool-no-args.json",
+        ] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/fixtures")
+                .join(fixture);
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(agree(&text, &Limits::default()), "{fixture}");
+        }
+    }
+}
