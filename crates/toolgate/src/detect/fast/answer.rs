@@ -1,22 +1,23 @@
 //! A model's answer read on a short path: an OpenAI Chat Completions
-//! response whose objects hold only the keys such an answer holds, read
-//! straight into its calls, with no view of any object and no walk of the
-//! position table.
+//! response or an Anthropic Messages response whose objects hold only the
+//! keys such an answer holds, read straight into its calls, with no view
+//! of any object and no walk of the position table.
 //!
 //! The general readers build a view of every object that holds a key of
 //! the table ([`Obj`](crate::detect::node::Obj), about 1 KiB) and then
 //! walk them against the whole table ([`document`](crate::detect::document)).
-//! For an answer of this one shape, what that walk tells the collector is
-//! known in advance; [`Answer::record`] tells it the same, in the same
-//! order. The shape is narrow on purpose: at every level, a key of the
+//! For an answer of these two shapes, what that walk tells the collector
+//! is known in advance; [`Answer::record`] tells it the same, in the same
+//! order. The shapes are narrow on purpose: at every level, a key of the
 //! table this module does not name, a rare key, another spelling of a
 //! key, a key given twice or escaped, a value of another type than the one
-//! named below, a role other than `assistant`, a call `type` other than
-//! `function`, an escaped id, type or name, nesting past the bound or too
-//! many objects, and anything the fast reader itself gives up on, make it
-//! give up (`None`), and the general readers read the answer, as before.
-//! Keys of no table (`usage`, `created`, `finish_reason`, `refusal`, ...)
-//! are skipped, as both general readers skip them.
+//! named below, another role, call type or block type, an escaped id,
+//! type or name, nesting past the bound, too many objects or content past
+//! the general reader's allowance for reading ahead, and anything the fast
+//! reader itself gives up on, make it give up (`None`), and the general
+//! readers read the answer, as before. Keys of no table (`usage`,
+//! `created`, `finish_reason`, `refusal`, `stop_reason`, ...) are
+//! skipped, as both general readers skip them.
 //!
 //! ```text
 //! {"id": any, "object": a string, "model": any,
@@ -26,11 +27,17 @@
 //!                                                         "type": null | "function",
 //!                                                         "function": {"name": a string,
 //!                                                                      "arguments": any}}]}}]}
+//!
+//! {"id": any, "type": "message", "role": "assistant", "model": any,
+//!  "content": null | a string | [{"type": "text"}
+//!                                | {"type": "tool_use", "id": null | a string,
+//!                                   "name": a string, "input": any but a list}]}
 //! ```
-//! (`choices` and a message's `role`, a call's `function` and its `name`
-//! are required.) Debug builds (the tests, the fuzz targets) read every
-//! answer taken here the general way too and assert that both detections
-//! are equal ([`crate::detect`]).
+//! (`choices` and a message's `role`, a call's `function` and its `name`,
+//! a Messages response's `type` and `role`, a block's `type` and a
+//! `tool_use` block's `name` are required.) Debug builds (the tests, the
+//! fuzz targets) read every answer taken here the general way too and
+//! assert that both detections are equal ([`crate::detect`]).
 
 use std::borrow::Cow;
 
