@@ -1,7 +1,9 @@
 //! `detect` on arbitrary bytes: never panics, never overflows the stack,
 //! its fast readers (envelope, arguments, arguments read from their JSON
 //! string) agree with the reference
-//! readers, and what it returns
+//! readers (and the short path for answers with the general readers:
+//! `detect` asserts it itself in builds with debug assertions, as fuzz
+//! builds are), and what it returns
 //! is consistent (calls numbered in order, within the
 //! limits, counted at least as often as kept; nothing read from a payload
 //! in no known shape).
