@@ -348,19 +348,11 @@ impl<'a> Scan<'a> {
     }
 
     fn object(&mut self) -> Option<ObjBox<'a>> {
-        self.open()?;
-        self.at += 1;
         // Made at the first key of the table: an object with none takes no
         // memory of its own.
         let mut made: Option<Held<'a>> = None;
-        let mut seen = 0u128;
-        items(self, b'}', |scan| {
-            let (key, escaped) = scan.string()?;
-            if escaped {
-                return None;
-            }
-            scan.eat(b':')?;
-            let field = match look_up(key) {
+        self.entries(|scan, key| {
+            let field = match key {
                 Key::Field(field) => field,
                 Key::Rare(row) => {
                     scan.space();
@@ -377,12 +369,6 @@ impl<'a> Scan<'a> {
                 Key::Variant => return None,
             };
             let obj = scan.view(&mut made)?;
-            // A key given twice is refused, as serde does.
-            let bit = 1u128 << field as u8;
-            if seen & bit != 0 {
-                return None;
-            }
-            seen |= bit;
             let value = match field {
                 Field::arguments | Field::input | Field::args => scan.arguments(field, obj)?,
                 _ if is_container(field) => scan.container(field, obj)?,
@@ -390,8 +376,39 @@ impl<'a> Scan<'a> {
             };
             store(obj, field, value)
         })?;
-        self.depth -= 1;
         Some(ObjBox::new(made))
+    }
+
+    /// The entries of the object at the cursor (at its brace): `entry`
+    /// reads each entry's value (its colon read), told what its key is. A
+    /// key of the table given twice is refused, as serde does, and an
+    /// escaped key is the reference reader's.
+    // Inlined into each reader of objects: the key's reading is the
+    // envelope's hottest loop.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn entries(&mut self, mut entry: impl FnMut(&mut Self, Key) -> Option<()>) -> Option<()> {
+        self.open()?;
+        self.at += 1;
+        let mut seen = 0u128;
+        items(self, b'}', |scan| {
+            let (key, escaped) = scan.string()?;
+            if escaped {
+                return None;
+            }
+            scan.eat(b':')?;
+            let key = look_up(key);
+            if let Key::Field(field) = key {
+                let bit = 1u128 << field as u8;
+                if seen & bit != 0 {
+                    return None;
+                }
+                seen |= bit;
+            }
+            entry(scan, key)
+        })?;
+        self.depth -= 1;
+        Some(())
     }
 
     /// The value of `field`, an argument key, its arguments read in

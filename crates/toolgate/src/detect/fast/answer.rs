@@ -41,7 +41,7 @@
 
 use std::borrow::Cow;
 
-use super::{look_up, Field, InPassing, Key, Scan, Value};
+use super::{Field, InPassing, Key, Scan, Value};
 use crate::detect::collect::{ArgSource, Collector};
 use crate::detect::cursor::{items, Cursor};
 use crate::detect::limits::MAX_ENVELOPE_OBJECTS;
@@ -123,7 +123,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     }
     let mut calls = Vec::new();
     let mut root = Root::default();
-    scan.entries(|scan, field| match field {
+    scan.fields(|scan, field| match field {
         // (`id` is kept raw, `model` only seen: neither is read here.)
         Field::id | Field::model => scan.skip(),
         Field::object => {
@@ -186,35 +186,18 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
 impl<'a> Scan<'a> {
     /// The entries of the object at the cursor: `entry` reads the value of
     /// each key of the table (at the value); the values of keys of no
-    /// table are skipped, as the general readers skip them. A rare key,
-    /// another spelling of a key, an escaped key or one given twice gives
-    /// up.
-    fn entries(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
-        self.open()?;
-        self.at += 1;
-        let mut seen = 0u128;
-        items(self, b'}', |scan| {
-            let (key, escaped) = scan.string()?;
-            if escaped {
-                return None;
+    /// table are skipped, as the general readers skip them. A rare key or
+    /// another spelling of a key gives up, as [`Scan::entries`] does for a
+    /// key given twice or escaped.
+    fn fields(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
+        self.entries(|scan, key| match key {
+            Key::Field(field) => {
+                scan.space();
+                entry(scan, field)
             }
-            scan.eat(b':')?;
-            match look_up(key) {
-                Key::Field(field) => {
-                    let bit = 1u128 << field as u8;
-                    if seen & bit != 0 {
-                        return None;
-                    }
-                    seen |= bit;
-                    scan.space();
-                    entry(scan, field)
-                }
-                Key::Other => scan.skip(),
-                Key::Rare(_) | Key::Variant => None,
-            }
-        })?;
-        self.depth -= 1;
-        Some(())
+            Key::Other => scan.skip(),
+            Key::Rare(_) | Key::Variant => None,
+        })
     }
 
     /// The items of the array at the cursor, each an object read by `item`.
@@ -252,7 +235,7 @@ impl<'a> Scan<'a> {
         let mut choices = smallvec::SmallVec::new();
         self.objects(|scan| {
             let mut choice = Choice::Empty;
-            scan.entries(|scan, field| match field {
+            scan.fields(|scan, field| match field {
                 Field::message if scan.peek()? == b'n' => scan.null(),
                 Field::message => {
                     choice = scan.message(calls)?;
@@ -273,7 +256,7 @@ impl<'a> Scan<'a> {
         }
         let mut assistant = false;
         let mut listed = None;
-        self.entries(|scan, field| match field {
+        self.fields(|scan, field| match field {
             Field::role => {
                 assistant = scan.plain()? == "assistant";
                 assistant.then_some(())
@@ -299,7 +282,7 @@ impl<'a> Scan<'a> {
     fn call(&mut self, calls: &mut Vec<Call<'a>>) -> Option<()> {
         let mut id = None;
         let mut function = None;
-        self.entries(|scan, field| match field {
+        self.fields(|scan, field| match field {
             Field::id | Field::kind if scan.peek()? == b'n' => scan.null(),
             Field::id => {
                 id = Some(scan.plain()?);
@@ -321,7 +304,7 @@ impl<'a> Scan<'a> {
     fn function(&mut self) -> Option<(&'a str, ArgSource<'a>)> {
         let mut name = None;
         let mut args = ArgSource::Absent;
-        self.entries(|scan, field| match field {
+        self.fields(|scan, field| match field {
             Field::name => {
                 name = Some(scan.plain()?);
                 Some(())
@@ -393,7 +376,7 @@ impl<'a> Scan<'a> {
     /// block is none).
     fn block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
-        self.entries(|scan, field| match field {
+        self.fields(|scan, field| match field {
             Field::kind => {
                 kind = Some(scan.plain()?);
                 Some(())
