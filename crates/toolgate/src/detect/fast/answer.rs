@@ -558,6 +558,18 @@ mod tests {
             from[self.below(from.len())]
         }
 
+        /// A call's id: `"<prefix>_<n>"` mostly, else `null`, a number, an
+        /// escaped string or one other calls share.
+        fn id(&mut self, prefix: &str, n: usize) -> String {
+            match self.below(16) {
+                0 => "null".to_owned(),
+                1 => "5".to_owned(),
+                2 => r#""c\u0031""#.to_owned(),
+                3 => r#""dup""#.to_owned(),
+                _ => format!("\"{prefix}_{n}\""),
+            }
+        }
+
         /// An object of `entries` (key, value) in a shuffled order, some
         /// dropped, one sometimes given twice, with an extra key now and
         /// then.
@@ -636,13 +648,7 @@ mod tests {
         }
 
         fn call(&mut self, n: usize) -> String {
-            let id = match self.below(16) {
-                0 => "null".to_owned(),
-                1 => "5".to_owned(),
-                2 => r#""c\u0031""#.to_owned(),
-                3 => r#""dup""#.to_owned(),
-                _ => format!("\"call_{n}\""),
-            };
+            let id = self.id("call", n);
             let kind = self.pick(&[
                 r#""function""#,
                 r#""function""#,
@@ -809,13 +815,7 @@ mod tests {
                     ],
                 );
             }
-            let id = match self.below(16) {
-                0 => "null".to_owned(),
-                1 => "5".to_owned(),
-                2 => r#""t\u0031""#.to_owned(),
-                3 => r#""dup""#.to_owned(),
-                _ => format!("\"toolu_{n}\""),
-            };
+            let id = self.id("toolu", n);
             let kind = self.pick(&[
                 r#""tool_use""#,
                 r#""server_tool_use""#,
