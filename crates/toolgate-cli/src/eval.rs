@@ -151,7 +151,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
     let met = gates_met(args, &summary);
     // The process ends here: what the run built (the compiled policy, the
     // summary's tables) is left to the exit rather than freed piece by
-    // piece, a few milliseconds of one thread at the end of every run.
+    // piece, about a millisecond of one thread at the end of every run.
     std::mem::forget(evaluator);
     std::mem::forget(summary);
     Ok(met)
