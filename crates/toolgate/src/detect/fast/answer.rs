@@ -9,7 +9,8 @@
 //! For an answer of these two shapes, what that walk tells the collector
 //! is known in advance; [`Answer::record`] tells it the same, in the same
 //! order. The shapes are narrow on purpose: at every level, a key of the
-//! table this module does not name, a rare key, another spelling of a
+//! table this module does not name (but for a `null`, which both general
+//! readers read as no key at all), a rare key, another spelling of a
 //! key, a key given twice or escaped, a value of another type than the one
 //! named below, another role, call type or block type, an escaped id,
 //! type or name, nesting past the bound, too many objects or content past
@@ -146,7 +147,9 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
             root.content = scan.content(&mut calls)?;
             Some(())
         }
-        _ => None,
+        // Any other key of the table: `null`, which both general readers
+        // read as no key at all.
+        _ => scan.null(),
     })?;
     let (shape, objects) = match root {
         Root {
@@ -241,7 +244,9 @@ impl<'a> Scan<'a> {
                     choice = scan.message(calls)?;
                     Some(())
                 }
-                _ => None,
+                // Any other key of the table: `null`, which both general readers
+                // read as no key at all.
+                _ => scan.null(),
             })?;
             choices.push(choice);
             Some(())
@@ -273,7 +278,9 @@ impl<'a> Scan<'a> {
                 listed = Some(calls.len() - before);
                 Some(())
             }
-            _ => None,
+            // Any other key of the table: `null`, which both general readers
+            // read as no key at all.
+            _ => scan.null(),
         })?;
         assistant.then_some(Choice::Message(listed))
     }
@@ -293,7 +300,9 @@ impl<'a> Scan<'a> {
                 function = Some(scan.function()?);
                 Some(())
             }
-            _ => None,
+            // Any other key of the table: `null`, which both general readers
+            // read as no key at all.
+            _ => scan.null(),
         })?;
         let (name, args) = function?;
         calls.push(Call { id, name, args });
@@ -313,7 +322,9 @@ impl<'a> Scan<'a> {
                 args = scan.arguments_of(Field::arguments)?;
                 Some(())
             }
-            _ => None,
+            // Any other key of the table: `null`, which both general readers
+            // read as no key at all.
+            _ => scan.null(),
         })?;
         Some((name?, args))
     }
@@ -395,7 +406,9 @@ impl<'a> Scan<'a> {
                 input = Some(scan.arguments_of(Field::input)?);
                 Some(())
             }
-            _ => None,
+            // Any other key of the table: `null`, which both general readers
+            // read as no key at all.
+            _ => scan.null(),
         })?;
         match (kind?, name) {
             ("tool_use", Some(name)) => {
@@ -671,6 +684,7 @@ mod tests {
                 entries,
                 &[
                     ("index", "0"),
+                    ("input", "null"),
                     ("name", r#""x""#),
                     ("arguments", r#""{}""#),
                     ("Function", "{}"),
@@ -716,6 +730,8 @@ mod tests {
                 entries,
                 &[
                     ("refusal", "null"),
+                    ("function_call", "null"),
+                    ("tool_call_id", "null"),
                     ("annotations", "[]"),
                     ("name", r#""bot""#),
                     ("function_call", r#"{"name":"f","arguments":"{}"}"#),
@@ -786,6 +802,7 @@ mod tests {
                 entries,
                 &[
                     ("error", "null"),
+                    ("tools", "null"),
                     ("Choices", "[]"),
                     ("body", "{}"),
                     ("tools", "[]"),
@@ -846,6 +863,7 @@ mod tests {
                 entries,
                 &[
                     ("cache_control", "null"),
+                    ("content", "null"),
                     ("arguments", r#""{}""#),
                     ("content", "[]"),
                     ("Input", "{}"),
@@ -978,6 +996,10 @@ mod tests {
             r#"  {"choices":[]}  "#,
             r#"{"id":"msg_01P4","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_010q","name":"get_weather","input":{"location":"Berlin, Germany","unit":"fahrenheit"}},{"type":"tool_use","id":"toolu_01xY","name":"get_current_time","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1470,"cache_creation_input_tokens":0,"output_tokens":300,"service_tier":"standard"}}"#,
             r#"{"type":"message","role":"assistant","content":"Hello."}"#,
+            // Keys of the table the path does not name, `null`: no key at
+            // all to both general readers.
+            r#"{"error":null,"tools":null,"choices":[{"delta":null,"message":{"role":"assistant","name":null,"function_call":null,"tool_call_id":null,"content":null,"tool_calls":[{"id":"c1","input":null,"type":"function","function":{"name":"f","parameters":null,"arguments":"{}"}}]}}]}"#,
+            r#"{"type":"message","role":"assistant","messages":null,"content":[{"type":"tool_use","id":"t","name":"f","content":null,"input":{"a":1}}]}"#,
         ];
         for text in shapes {
             assert!(agree(text, &Limits::default()), "{text}");
