@@ -186,6 +186,13 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     Some(Answer { shape, calls })
 }
 
+/// Whether `count` objects of one kind (choices, calls, blocks: up to two
+/// views each) are still within the thread's bound on views: past it, the
+/// short path stops reading, since the general reader refuses the payload.
+fn within_bound(count: usize) -> Option<()> {
+    (2 * count <= MAX_ENVELOPE_OBJECTS).then_some(())
+}
+
 impl<'a> Scan<'a> {
     /// The entries of the object at the cursor: `entry` reads the value of
     /// each key of the table (at the value); the values of keys of no
@@ -249,6 +256,7 @@ impl<'a> Scan<'a> {
                 _ => scan.null(),
             })?;
             choices.push(choice);
+            within_bound(choices.len())?;
             Some(())
         })?;
         Some(choices)
@@ -306,6 +314,7 @@ impl<'a> Scan<'a> {
         })?;
         let (name, args) = function?;
         calls.push(Call { id, name, args });
+        within_bound(calls.len())?;
         Some(())
     }
 
@@ -370,6 +379,7 @@ impl<'a> Scan<'a> {
         let mut blocks = Blocks::new();
         ahead.objects(|scan| {
             blocks.push(scan.block(calls)?);
+            within_bound(blocks.len())?;
             Some(())
         })?;
         // Past the general reader's allowance for reading ahead (a view and
@@ -986,6 +996,26 @@ mod tests {
             }
         }
         assert!(taken > 20, "{taken} taken");
+    }
+
+    /// Past the thread's bound on views (two a call), the short path stops
+    /// reading and leaves the payload to the general reader, which refuses
+    /// it.
+    #[test]
+    fn too_many_calls_for_the_views_bound_are_left_to_the_general_reader() {
+        let max = crate::detect::limits::MAX_ENVELOPE_OBJECTS;
+        for calls in [max / 2 - 2, max / 2 + 1] {
+            let call = r#"{"function":{"name":"f"}}"#;
+            let text = format!(
+                r#"{{"choices":[{{"message":{{"role":"assistant","tool_calls":[{}]}}}}]}}"#,
+                vec![call; calls].join(",")
+            );
+            assert_eq!(
+                read(&text, 128).is_some(),
+                calls < max / 2 - 1,
+                "{calls} calls"
+            );
+        }
     }
 
     #[test]
