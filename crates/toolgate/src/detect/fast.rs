@@ -32,15 +32,7 @@ pub(crate) fn document<'a>(
     arena: Option<&'a bumpalo::Bump>,
     max_depth: usize,
 ) -> Option<Node<'a>> {
-    let mut scan = Scan {
-        cursor: Cursor::new(text),
-        arena,
-        depth: 0,
-        max_depth,
-        envelope: 0,
-        ahead: None,
-        refused: false,
-    };
+    let mut scan = Scan::new(text, arena, max_depth);
     let node = scan.node()?;
     scan.at_end().then_some(node)
 }
@@ -272,6 +264,27 @@ enum Value<'a> {
 }
 
 impl<'a> Scan<'a> {
+    /// A reader of `text` from its start, within `max_depth`, its views
+    /// kept in `arena` when there is one.
+    fn new(text: &'a str, arena: Option<&'a bumpalo::Bump>, max_depth: usize) -> Scan<'a> {
+        Scan {
+            cursor: Cursor::new(text),
+            arena,
+            depth: 0,
+            max_depth,
+            envelope: 0,
+            ahead: None,
+            refused: false,
+        }
+    }
+
+    /// A reader of the value at `start`, read on its own as a raw value is
+    /// ([`parse_node`](crate::detect::node::parse_node)): from a nesting of
+    /// 0, within what is left of this reader's bound.
+    fn ahead_of(&self, start: usize) -> Scan<'a> {
+        Scan::new(&self.text[start..], self.arena, self.max_depth - self.depth)
+    }
+
     fn eat(&mut self, byte: u8) -> Option<()> {
         self.space();
         (self.peek()? == byte).then(|| self.at += 1)
@@ -487,13 +500,8 @@ impl<'a> Scan<'a> {
             && !is_result(obj)
         {
             let mut ahead = Scan {
-                cursor: Cursor::new(&self.text[start..]),
-                arena: self.arena,
-                depth: 0,
-                max_depth: self.max_depth - self.depth,
-                envelope: 0,
                 ahead: Some(allowance),
-                refused: false,
+                ..self.ahead_of(start)
             };
             let node = ahead.node();
             self.ahead = Some(ahead.ahead.unwrap_or(0));

@@ -44,7 +44,7 @@ use std::borrow::Cow;
 
 use super::{Field, InPassing, Key, Scan, Value};
 use crate::detect::collect::{ArgSource, Collector};
-use crate::detect::cursor::{items, Cursor};
+use crate::detect::cursor::items;
 use crate::detect::limits::MAX_ENVELOPE_OBJECTS;
 use crate::detect::node::{Held, Node, Obj, ReadArguments};
 use crate::model::{CallKind, Format};
@@ -110,15 +110,7 @@ enum Content {
 /// as an answer of the short path's shape within `max_depth`; `None` when
 /// it is not one, and the general readers must read it.
 pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
-    let mut scan = Scan {
-        cursor: Cursor::new(text),
-        arena: None,
-        depth: 0,
-        max_depth,
-        envelope: 0,
-        ahead: None,
-        refused: false,
-    };
+    let mut scan = Scan::new(text, None, max_depth);
     if scan.peek()? != b'{' {
         return None;
     }
@@ -147,8 +139,6 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
             root.content = scan.content(&mut calls)?;
             Some(())
         }
-        // Any other key of the table: `null`, which both general readers
-        // read as no key at all.
         _ => scan.null(),
     })?;
     let (shape, objects) = match root {
@@ -198,7 +188,9 @@ impl<'a> Scan<'a> {
     /// each key of the table (at the value); the values of keys of no
     /// table are skipped, as the general readers skip them. A rare key or
     /// another spelling of a key gives up, as [`Scan::entries`] does for a
-    /// key given twice or escaped.
+    /// key given twice or escaped. Each `entry` takes any key of the table
+    /// it does not name only when `null` (`_ => scan.null()`), which both
+    /// general readers read as no key at all.
     fn fields(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
         self.entries(|scan, key| match key {
             Key::Field(field) => {
@@ -251,8 +243,6 @@ impl<'a> Scan<'a> {
                     choice = scan.message(calls)?;
                     Some(())
                 }
-                // Any other key of the table: `null`, which both general readers
-                // read as no key at all.
                 _ => scan.null(),
             })?;
             choices.push(choice);
@@ -286,8 +276,6 @@ impl<'a> Scan<'a> {
                 listed = Some(calls.len() - before);
                 Some(())
             }
-            // Any other key of the table: `null`, which both general readers
-            // read as no key at all.
             _ => scan.null(),
         })?;
         assistant.then_some(Choice::Message(listed))
@@ -308,8 +296,6 @@ impl<'a> Scan<'a> {
                 function = Some(scan.function()?);
                 Some(())
             }
-            // Any other key of the table: `null`, which both general readers
-            // read as no key at all.
             _ => scan.null(),
         })?;
         let (name, args) = function?;
@@ -331,8 +317,6 @@ impl<'a> Scan<'a> {
                 args = scan.arguments_of(Field::arguments)?;
                 Some(())
             }
-            // Any other key of the table: `null`, which both general readers
-            // read as no key at all.
             _ => scan.null(),
         })?;
         Some((name?, args))
@@ -367,15 +351,7 @@ impl<'a> Scan<'a> {
             _ => return None,
         }
         let start = self.at;
-        let mut ahead = Scan {
-            cursor: Cursor::new(&self.text[start..]),
-            arena: None,
-            depth: 0,
-            max_depth: self.max_depth - self.depth,
-            envelope: 0,
-            ahead: None,
-            refused: false,
-        };
+        let mut ahead = self.ahead_of(start);
         let mut blocks = Blocks::new();
         ahead.objects(|scan| {
             blocks.push(scan.block(calls)?);
@@ -416,8 +392,6 @@ impl<'a> Scan<'a> {
                 input = Some(scan.arguments_of(Field::input)?);
                 Some(())
             }
-            // Any other key of the table: `null`, which both general readers
-            // read as no key at all.
             _ => scan.null(),
         })?;
         match (kind?, name) {
