@@ -144,7 +144,10 @@ impl Gateway {
         audit: Audit,
         metrics: Metrics,
     ) -> Result<Arc<Gateway>, ConfigError> {
+        // A redirect is the upstream's answer, never followed: the request
+        // goes to the upstream the policy names and nowhere else.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(config.connect_timeout)
             .pool_max_idle_per_host(1024)
             .tcp_nodelay(true)

@@ -1393,3 +1393,44 @@ async fn a_blocked_streams_verdict_and_record_do_not_depend_on_its_chunking() {
     }
     assert_none_failed("verdicts under chunkings", &failures);
 }
+
+/// The gateway sends each request to the upstream it is configured with
+/// and nowhere else: a redirect is the upstream's answer, passed to the
+/// client with its status and body, never followed (following it would
+/// send the request, its conversation and its headers to wherever the
+/// `Location` points, and release an answer from there).
+#[tokio::test]
+async fn an_upstream_redirect_is_answered_not_followed() {
+    let upstream = Upstream::start().await;
+    let elsewhere = Upstream::start().await;
+    let gw = gateway(POLICY, &upstream).await;
+    let http = client();
+    let mut failures = Vec::new();
+    for route in Route::ALL {
+        for kind in KINDS {
+            for status in [301, 302, 303, 307, 308] {
+                let case = format!("{route:?} {kind:?} {status}");
+                let tag = case.replace(' ', "-");
+                let body = br#"{"error": {"message": "moved"}}"#.to_vec();
+                let location = format!("{}{}", elsewhere.url(), route.path());
+                let reply = Reply::coded(status, JSON, &Coding::NONE, std::slice::from_ref(&body))
+                    .with_header("location", &location);
+                upstream.reply_to(&tag, reply);
+                let got = send(&http, &gw, route, &tag, kind.request(route), &[]).await;
+                let mut wrong = Vec::new();
+                as_sent(&got, status, JSON, &body, &mut wrong);
+                if !elsewhere.seen_tagged(&tag).is_empty() {
+                    wrong.push("the redirect was followed".to_owned());
+                }
+                if !wrong.is_empty() {
+                    failures.push(format!("{case}: {}", wrong.join("; ")));
+                }
+            }
+        }
+    }
+    assert_none_failed("upstream redirects", &failures);
+    assert!(
+        elsewhere.seen().is_empty(),
+        "the place redirected to was asked"
+    );
+}

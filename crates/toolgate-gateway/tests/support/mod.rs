@@ -505,10 +505,12 @@ async fn start(policy: &str, upstream: &Upstream, store: Option<Box<dyn AuditSto
     Running { addr, gateway, dir }
 }
 
-/// A client that never retries and never pools across tests.
+/// A client that never retries and never pools across tests, and sees
+/// what the gateway answers: a redirect is not followed.
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap()
