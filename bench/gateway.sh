@@ -6,7 +6,10 @@
 #
 # - chat completions, whole body, one tool call (get_weather {"city":
 #   "Paris"}), the request declaring 8 tools with JSON Schemas, as agents
-#   send them: direct and through the gateway, as fast as the connections go
+#   send them: direct, through a pass-through proxy on the gateway's own
+#   stack (examples/passthrough.rs: tokio, hyper, reqwest, nothing
+#   checked or audited: what the hop alone costs on this machine) and
+#   through the gateway, as fast as the connections go
 #   (closed loop: requests/s) and at a fixed rate (open loop: the latency a
 #   client sees at a load the machine carries); through the gateway twice,
 #   with the audit (`audit.sqlite`: its log and its index) on disk (the
@@ -14,8 +17,9 @@
 #   fdatasync);
 # - chat completions streams from a second mock sending one event each
 #   MOCK_PAUSE_MS: the time to the first text byte and to the last byte,
-#   direct and through the gateway;
-# - Anthropic /v1/messages, whole body, direct and through the gateway
+#   direct, through the pass-through proxy and through the gateway;
+# - Anthropic /v1/messages, whole body, direct, through the pass-through
+#   proxy and through the gateway
 #   (audit on disk and on tmpfs, as for chat completions);
 # - the disk's own `fdatasync`, on the filesystem of the on-disk audit,
 #   before the runs and after them: 4 KiB written then `fdatasync`ed, a few
@@ -51,8 +55,9 @@
 # target directory, which is on disk where /tmp may be tmpfs),
 # GATEWAY_TMPFS (the tmpfs directory, default /dev/shm; empty: skip),
 # GATEWAY_SYNCS (fdatasync calls per probe, 3000), GATEWAY_BINARIES (a
-# directory holding `toolgate`, `mock_upstream` and `load` to run instead
-# of building them: to compare two builds run after run, turn about).
+# directory holding `toolgate`, `mock_upstream`, `passthrough` and `load`
+# to run instead of building them: to compare two builds run after run,
+# turn about).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
@@ -70,11 +75,13 @@ mkdir -p "$out" "${GATEWAY_AUDIT_DIR:-$target}"
 if [ -n "${GATEWAY_BINARIES:-}" ]; then
   bin="$GATEWAY_BINARIES/toolgate"
   mock="$GATEWAY_BINARIES/mock_upstream"
+  passthrough="$GATEWAY_BINARIES/passthrough"
   load="$GATEWAY_BINARIES/load"
 else
   cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
   bin="$target/release/toolgate"
   mock="$target/release/examples/mock_upstream"
+  passthrough="$target/release/examples/passthrough"
   load="$target/release/examples/load"
 fi
 
@@ -126,6 +133,10 @@ MOCK_PAUSE_MS=0 "$mock" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
 upstream="$(started "$out/mock.log" $!)"
 MOCK_PAUSE_MS="$pause" "$mock" 127.0.0.1:0 2> "$out/mock-stream.log" & pids+=($!)
 stream_upstream="$(started "$out/mock-stream.log" $!)"
+"$passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
+pass="$(started "$out/passthrough.log" $!)"
+"$passthrough" 127.0.0.1:0 "http://$stream_upstream" 2> "$out/passthrough-stream.log" & pids+=($!)
+stream_pass="$(started "$out/passthrough-stream.log" $!)"
 
 declare -A gateway_pid gateway_addr gateway_db pid_at
 gateway() { # name audit-dir upstream
@@ -276,17 +287,20 @@ through=(disk)
 
 for at in 0 "$rate"; do
   run "chat direct rate=$at" "$upstream" /v1/chat/completions "$chat" "$at"
+  run "chat pass rate=$at" "$pass" /v1/chat/completions "$chat" "$at"
   for g in "${through[@]}"; do
     run "chat gateway-$g rate=$at" "${gateway_addr[$g]}" /v1/chat/completions "$chat" "$at"
   done
 done
 for at in 0 "$stream_rate"; do
   run "stream direct rate=$at" "$stream_upstream" /v1/chat/completions "$chat_stream" "$at"
+  run "stream pass rate=$at" "$stream_pass" /v1/chat/completions "$chat_stream" "$at"
   run "stream gateway-stream rate=$at" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$at"
 done
 for at in 0 "$rate"; do
   anthropic=(--header 'anthropic-version: 2023-06-01')
   run "messages direct rate=$at" "$upstream" /v1/messages "$messages" "$at" "${anthropic[@]}"
+  run "messages pass rate=$at" "$pass" /v1/messages "$messages" "$at" "${anthropic[@]}"
   for g in "${through[@]}"; do
     run "messages gateway-$g rate=$at" "${gateway_addr[$g]}" /v1/messages "$messages" "$at" "${anthropic[@]}"
   done

@@ -5,8 +5,10 @@ calls and audit file sizes; fdatasync.jsonl, the disk's own fdatasync;
 metrics/, each gateway's /metrics, CPU time and thread switches before
 and after a run; setup.json;
 load.txt) and prints, per workload, requests/s and p50/p90/p99/max latency
-direct and through the gateway, the latency the gateway adds, where the
-gateway's mean time goes, the fdatasync figures, and each goal of the
+direct, through a pass-through proxy on the gateway's stack (the hop
+alone) and through the gateway, the latency each adds to the direct path
+and the gateway adds to the pass-through (toolgate's own share), where
+the gateway's mean time goes, the fdatasync figures, and each goal of the
 fixed-rate runs beside its figure, met or missed:
 
 - audit on disk: added p99 at most the disk's own fdatasync p99 (4 KiB
@@ -194,6 +196,8 @@ class Table:
         self.goals = []
         self.failures = []
         self.added_p99 = {}
+        # What the pass-through proxy adds at p99, by workload and rate.
+        self.hop_p99 = {}
 
     def row(self, name, run, field="latency_ms"):
         if run is None:
@@ -224,7 +228,7 @@ class Table:
             f"  {name:<28} {'':>8}  {diffs['p50']:>+8.3f} {diffs['p90']:>+8.3f} "
             f"{diffs['p99']:>+8.3f} {diffs['max']:>+8.3f}"
         )
-        self.added_p99[through["label"]] = diffs["p99"]
+        self.added_p99[(through["label"], field)] = diffs["p99"]
         if goal is not None:
             note = f", {through['rate']:g}/s"
             what = "first text byte, added" if field == "first_text_ms" else "added"
@@ -245,8 +249,11 @@ def print_whole(out, runs, table, disk_p99):
             print(f"{title}: {label_rate(at)}")
             print(Table.HEADER)
             table.row("direct", direct)
+            passed = runs.get(f"{path} pass rate={at:g}")
+            table.row("through a pass-through", passed)
             for g in ("disk", "tmpfs"):
                 table.row(f"through gateway, audit {g}", runs.get(f"{path} gateway-{g} rate={at:g}"))
+            table.added("added, pass-through", direct, passed, "latency_ms")
             for g in ("disk", "tmpfs"):
                 through = runs.get(f"{path} gateway-{g} rate={at:g}")
                 goal, why = None, ""
@@ -256,6 +263,9 @@ def print_whole(out, runs, table, disk_p99):
                     goal = disk_p99 + GOAL_OVER_FDATASYNC_MS
                     why = f"fdatasync p99 {disk_p99:.3f} + {GOAL_OVER_FDATASYNC_MS} = "
                 table.added(f"added, audit {g}", direct, through, "latency_ms", goal, why)
+            for g in ("disk", "tmpfs"):
+                through = runs.get(f"{path} gateway-{g} rate={at:g}")
+                table.added(f"over the pass-through, {g}", passed, through, "latency_ms")
             for g in ("disk", "tmpfs"):
                 through = runs.get(f"{path} gateway-{g} rate={at:g}")
                 print_inside(out, through, ROUTES[path], g)
@@ -299,14 +309,21 @@ def print_streams(runs, table, setup, gateways):
         )
         print("  first text byte")
         print(Table.HEADER)
+        passed = runs.get(f"stream pass rate={at:g}")
         table.row("direct", direct, "first_text_ms")
+        table.row("through a pass-through", passed, "first_text_ms")
         table.row("through gateway", through, "first_text_ms")
+        table.added("added, pass-through", direct, passed, "first_text_ms")
         goal = GOAL_ADDED_FIRST_TEXT_MS if at else None
         table.added("added", direct, through, "first_text_ms", goal)
+        table.added("over the pass-through", passed, through, "first_text_ms")
         print("  last byte")
         table.row("direct", direct)
+        table.row("through a pass-through", passed)
         table.row("through gateway", through)
+        table.added("added, pass-through", direct, passed, "latency_ms")
         table.added("added", direct, through, "latency_ms")
+        table.added("over the pass-through", passed, through, "latency_ms")
         print()
 
 
@@ -354,13 +371,26 @@ def main():
         print(f"  {'met   ' if met else 'MISSED'}  {text:<58} (goal: {goal})")
     for g in ("disk", "tmpfs"):
         rate = setup["rate"]
-        chat = table.added_p99.get(f"chat gateway-{g} rate={rate:g}")
-        messages = table.added_p99.get(f"messages gateway-{g} rate={rate:g}")
+        chat = table.added_p99.get((f"chat gateway-{g} rate={rate:g}", "latency_ms"))
+        messages = table.added_p99.get((f"messages gateway-{g} rate={rate:g}", "latency_ms"))
         if chat is not None and messages is not None:
             print(
                 f"          Anthropic messages beside chat completions, audit {g}, {rate:g}/s: "
                 f"added p99 {messages:+.3f} against {chat:+.3f} ms ({messages - chat:+.3f})"
             )
+    # The hop alone: what any proxy on this machine's stack adds, and
+    # toolgate's share over it, beside each goal's figure.
+    hops = []
+    for label, field, what in (
+        (f"chat pass rate={setup['rate']:g}", "latency_ms", "chat"),
+        (f"messages pass rate={setup['rate']:g}", "latency_ms", "messages"),
+        (f"stream pass rate={setup['stream_rate']:g}", "first_text_ms", "stream first text byte"),
+    ):
+        hop = table.added_p99.get((label, field))
+        if hop is not None:
+            hops.append(f"{what} {hop:+.3f}")
+    if hops:
+        print(f"          the hop alone, a pass-through proxy on the same stack, added p99: {', '.join(hops)} ms")
     for text in table.failures:
         print(f"  FAILED  {text}")
 

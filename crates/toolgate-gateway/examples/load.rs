@@ -27,7 +27,10 @@
 //! `--duration SECONDS` (10), `--requests N` (instead of a duration),
 //! `--warmup SECONDS` (1, not recorded), `--rate R` (0: closed loop),
 //! `--threads N` (runtime threads; 0: one per core), `--header 'Name: value'`
-//! (repeatable), `--label NAME`.
+//! (repeatable), `--label NAME`, `--samples FILE` (each recorded request
+//! as a line: milliseconds from the first recorded one to when it was
+//! sent or due, then its time to the last byte in milliseconds, to see
+//! whether a tail is spread or comes in bursts).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,13 +52,14 @@ struct Args {
     threads: usize,
     headers: Vec<(String, String)>,
     label: String,
+    samples: Option<String>,
 }
 
 fn usage(problem: &str) -> ! {
     eprintln!(
         "load: {problem}\nusage: load --url URL --body JSON|@FILE [--connections N] \
          [--duration S | --requests N] [--warmup S] [--rate R] [--threads N] \
-         [--header 'Name: value']... [--label NAME]"
+         [--header 'Name: value']... [--label NAME] [--samples FILE]"
     );
     std::process::exit(2)
 }
@@ -78,6 +82,7 @@ fn args() -> Args {
         threads: 0,
         headers: Vec::new(),
         label: String::new(),
+        samples: None,
     };
     let mut given = std::env::args().skip(1);
     while let Some(flag) = given.next() {
@@ -104,6 +109,7 @@ fn args() -> Args {
                 None => usage("--header: expected `Name: value`"),
             },
             "--label" => args.label = value,
+            "--samples" => args.samples = Some(value),
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -318,6 +324,20 @@ fn summary(mut times: Vec<Duration>) -> Value {
     })
 }
 
+/// Each sample as `sent total` in milliseconds, in the order sent.
+fn write_samples(path: &str, from: Instant, samples: &[Sample]) {
+    use std::fmt::Write as _;
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable_by_key(|s| s.start);
+    let mut text = String::new();
+    for s in &sorted {
+        let _ = writeln!(text, "{} {}", ms(s.start - from), ms(s.total));
+    }
+    if let Err(err) = std::fs::write(path, text) {
+        usage(&format!("--samples: {path}: {err}"));
+    }
+}
+
 fn ms(time: Duration) -> f64 {
     (time.as_secs_f64() * 1e6).round() / 1e3
 }
@@ -364,6 +384,9 @@ fn main() {
         .flat_map(|s| s.samples.iter().copied())
         .filter(|s| s.start >= from)
         .collect();
+    if let Some(path) = &args.samples {
+        write_samples(path, from, &samples);
+    }
     let errors: u64 = seen.iter().map(|s| s.errors).sum();
     let reasons: Vec<&String> = seen.iter().flat_map(|s| &s.reasons).take(3).collect();
     let window = if args.requests.is_some() {
