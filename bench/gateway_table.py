@@ -228,7 +228,7 @@ class Table:
             f"  {name:<28} {'':>8}  {diffs['p50']:>+8.3f} {diffs['p90']:>+8.3f} "
             f"{diffs['p99']:>+8.3f} {diffs['max']:>+8.3f}"
         )
-        self.added_p99[(through["label"], field)] = diffs["p99"]
+        self.added_p99[(direct["label"], through["label"], field)] = diffs["p99"]
         if goal is not None:
             note = f", {through['rate']:g}/s"
             what = "first text byte, added" if field == "first_text_ms" else "added"
@@ -371,8 +371,12 @@ def main():
         print(f"  {'met   ' if met else 'MISSED'}  {text:<58} (goal: {goal})")
     for g in ("disk", "tmpfs"):
         rate = setup["rate"]
-        chat = table.added_p99.get((f"chat gateway-{g} rate={rate:g}", "latency_ms"))
-        messages = table.added_p99.get((f"messages gateway-{g} rate={rate:g}", "latency_ms"))
+        chat = table.added_p99.get(
+            (f"chat direct rate={rate:g}", f"chat gateway-{g} rate={rate:g}", "latency_ms")
+        )
+        messages = table.added_p99.get(
+            (f"messages direct rate={rate:g}", f"messages gateway-{g} rate={rate:g}", "latency_ms")
+        )
         if chat is not None and messages is not None:
             print(
                 f"          Anthropic messages beside chat completions, audit {g}, {rate:g}/s: "
@@ -381,12 +385,12 @@ def main():
     # The hop alone: what any proxy on this machine's stack adds, and
     # toolgate's share over it, beside each goal's figure.
     hops = []
-    for label, field, what in (
-        (f"chat pass rate={setup['rate']:g}", "latency_ms", "chat"),
-        (f"messages pass rate={setup['rate']:g}", "latency_ms", "messages"),
-        (f"stream pass rate={setup['stream_rate']:g}", "first_text_ms", "stream first text byte"),
+    for path, at, field, what in (
+        ("chat", setup["rate"], "latency_ms", "chat"),
+        ("messages", setup["rate"], "latency_ms", "messages"),
+        ("stream", setup["stream_rate"], "first_text_ms", "stream first text byte"),
     ):
-        hop = table.added_p99.get((label, field))
+        hop = table.added_p99.get((f"{path} direct rate={at:g}", f"{path} pass rate={at:g}", field))
         if hop is not None:
             hops.append(f"{what} {hop:+.3f}")
     if hops:
