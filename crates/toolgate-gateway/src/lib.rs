@@ -43,7 +43,6 @@
 pub mod audit;
 mod caller;
 mod config;
-mod declared;
 mod error;
 mod exchange;
 mod follow_up;
@@ -90,8 +89,6 @@ pub struct Gateway {
     pub(crate) urls: upstream::Urls,
     pub(crate) audit: Audit,
     pub(crate) counters: Counters,
-    /// Request tool lists, compiled once.
-    pub(crate) declared: declared::DeclaredCache,
     /// The calls of the Responses answers released, for follow-ups.
     pub(crate) released: follow_up::ReleasedCalls,
     /// The caller keys' digests: never sent upstream.
@@ -167,7 +164,6 @@ impl Gateway {
             client,
             audit,
             counters,
-            declared: declared::DeclaredCache::default(),
             released: follow_up::ReleasedCalls::default(),
             caller_keys,
             metrics,

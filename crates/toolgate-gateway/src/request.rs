@@ -162,9 +162,10 @@ pub(crate) fn check(
             .violations
             .extend(unreleased_approvals(gw, body, caller));
     }
-    let declared = gw.declared.get(policy, &detection.tools).map(|found| {
+    // The policy keeps each tool list compiled, found again by its text.
+    let declared = policy.declared(&detection.tools).map(|found| {
         gw.metrics.tool_list(found.reused);
-        found.declared
+        found.tools
     });
     let options = CheckOptions {
         caller,

@@ -44,6 +44,7 @@ pub mod model;
 pub mod policy;
 pub mod verdict;
 
+pub use check::lists::Declared;
 pub use check::{CheckOptions, DeclaredTools, Passing, RateCounter};
 pub use detect::{
     detect, detect_to_judge, detect_with, Assembler, Detection, Limits, StreamEvent,

@@ -9,6 +9,7 @@ mod access;
 mod arguments;
 mod declared;
 mod expectations;
+pub(crate) mod lists;
 mod name;
 pub(crate) mod normalize;
 mod results;
@@ -112,6 +113,20 @@ impl Policy {
         DeclaredTools { tools, violations }
     }
 
+    /// The compiled form of the tools a payload declares, as [`detect`]
+    /// found them ([`Detection::tools`]): compiled by
+    /// [`Policy::declare_sent`] the first time, then kept by the policy
+    /// and found again by the list's exact text for every payload that
+    /// sends the same bytes (a bounded number of lists). `None` when the
+    /// payload declares none. [`Policy::judge`] uses it when its options
+    /// name no [`CheckOptions::declared`].
+    ///
+    /// [`detect`]: crate::detect()
+    #[must_use]
+    pub fn declared(&self, tools: &ToolDeclarations) -> Option<lists::Declared> {
+        self.lists.get(self, tools)
+    }
+
     /// Read and compile the tools a payload declares, as [`detect`]
     /// found them ([`Detection::tools`]), merged with the policy's. A list
     /// that cannot be read is `input_limit_exceeded` among the
@@ -193,14 +208,18 @@ impl Policy {
         // Calls past `max_calls` were not read: nothing that depends on
         // them (result linkage, expectations, counts) can be claimed.
         let cut = calls_seen > calls.len();
-        let compiled;
-        let request = if let Some(declared) = options.declared {
-            payload.extend(declared.violations.iter().cloned());
-            Some(&declared.tools)
-        } else {
-            compiled =
-                (!tools.is_empty()).then(|| RequestTools::compile_sent(self, &tools, &mut payload));
-            compiled.as_ref()
+        // The payload's own list, compiled once per policy for every
+        // payload that sends the same text.
+        let kept = match options.declared {
+            Some(_) => None,
+            None => self.lists.get(self, &tools),
+        };
+        let request = match options.declared.or(kept.as_ref().map(|k| &*k.tools)) {
+            Some(declared) => {
+                payload.extend(declared.violations.iter().cloned());
+                Some(&declared.tools)
+            }
+            None => None,
         };
         let result_violations = if phase.judges(Category::Result, options.results) {
             let link = results::Linkage {

@@ -68,6 +68,8 @@ pub struct Policy {
     /// What `policy lint` warns about: the policy loads and applies them
     /// as written.
     pub(crate) warnings: Vec<Problem>,
+    /// The tool lists payloads declared, compiled (see [`Policy::declared`]).
+    pub(crate) lists: crate::check::lists::ToolLists,
 }
 
 impl Default for Policy {
@@ -90,6 +92,7 @@ impl Default for Policy {
             mcp: McpSettings::default(),
             access: Access::default(),
             warnings: Vec::new(),
+            lists: crate::check::lists::ToolLists::default(),
         }
     }
 }
