@@ -10,14 +10,14 @@
 # and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
-# Shapes: openai anthropic small large deep formats (all by default).
+# Shapes: openai anthropic responses small large deep formats (all by default).
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
 # 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all);
 # written again when bench/workload.py or bench/shapes/ is newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic small large deep formats}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses small large deep formats}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do

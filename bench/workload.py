@@ -10,6 +10,9 @@ Shapes (bench/shapes/):
              default; its bytes are those this script always wrote)
   anthropic  the same calls as Anthropic Messages responses: `text` and
              `tool_use` blocks whose `input` is the arguments object
+  responses  the same calls as OpenAI Responses API responses:
+             `function_call` items after a `reasoning` one (half the
+             time), the request's tools echoed with their schemas
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)

@@ -163,6 +163,56 @@ def message(i, v, calls, extra):
     return line
 
 
+def response(i, v, calls, extra, tools):
+    """The same calls as one OpenAI Responses API response, as a line: a
+    `reasoning` item (one time in two), then one `function_call` item a
+    call, its `arguments` the text; the request's tools echoed in `tools`,
+    with their schemas, as the API echoes them. The random draws are those
+    of `chat_completion`, so payload i holds the same calls in both
+    formats; what only this format has comes from `extra`."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    resp_id = v.alnum(29)
+    model = v.pick(["gpt-4o-2024-08-06", "gpt-4.1-mini-2025-04-14", "gpt-4o-mini-2024-07-18"])
+    v.alnum(10, "0123456789abcdef")  # the system fingerprint Chat Completions sends
+    hex_id = lambda: "%048x" % extra.getrandbits(192)
+    output = []
+    if extra.random() < 0.5:
+        output.append({"id": "rs_" + hex_id(), "type": "reasoning", "summary": []})
+    for cid, name, text in calls:
+        output.append({"id": "fc_" + hex_id(), "type": "function_call", "status": "completed",
+                       "arguments": text, "call_id": "call_" + cid, "name": name})
+    body = {
+        "id": "resp_" + resp_id,
+        "object": "response",
+        "created_at": 1767225600 + i * 37,
+        "status": "completed",
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [{"type": "function", "description": d, "name": n, "parameters": p, "strict": False}
+                  for n, d, p in tools],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": prompt + completion},
+        "user": None,
+        "metadata": {},
+    }
+    return compact(body)
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -221,7 +271,7 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    wire = "openai"  # or "anthropic"
+    wire = "openai"  # or "anthropic", "responses"
     tools = []  # (name, description, parameters)
     tool_weights = None
     call_counts, call_weights = [1], [1]
@@ -322,6 +372,8 @@ class Shape:
             calls.append((v.alnum(24), name, text))
         if self.wire == "anthropic":
             return message(i, v, calls, extra), len(calls), record
+        if self.wire == "responses":
+            return response(i, v, calls, extra, self.tools), len(calls), record
         return chat_completion(i, v, calls), len(calls), record
 
     def policy_yaml(self):

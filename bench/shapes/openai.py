@@ -316,6 +316,13 @@ class OpenAI(Shape):
         return v.pick([{"timezone": v.pick(TIMEZONES)}, {"format": "iso8601"}])
 
 
+class Responses(OpenAI):
+    """The same calls as OpenAI Responses API responses: payload i holds
+    the calls and the defect of payload i of `openai`."""
+    name = "responses"
+    wire = "responses"
+
+
 class Anthropic(OpenAI):
     """The same calls as Anthropic Messages responses: payload i holds the
     calls and the defect of payload i of `openai`."""

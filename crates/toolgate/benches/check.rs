@@ -1,6 +1,6 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
-//! --shape`: `openai`, `anthropic`, `small`, `large`, `deep`, `formats`),
-//! from bytes to verdict with the compiled policy, beside the naive
+//! --shape`: `openai`, `anthropic`, `responses`, `small`, `large`, `deep`,
+//! `formats`), from bytes to verdict with the compiled policy, beside the naive
 //! pipeline users write for that wire format: a `serde_json::Value` of the
 //! body, each call's arguments (parsed from the `arguments` string, or the
 //! Anthropic `input` as it is) validated by its tool's `jsonschema`
@@ -79,7 +79,15 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 6] = ["openai", "anthropic", "small", "large", "deep", "formats"];
+const SHAPES: [&str; 7] = [
+    "openai",
+    "anthropic",
+    "responses",
+    "small",
+    "large",
+    "deep",
+    "formats",
+];
 
 /// Where `bench/verdicts.json` is.
 fn verdicts_file() -> PathBuf {

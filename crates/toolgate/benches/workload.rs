@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
-    /// `openai`, `anthropic`, `small`, `large`, `deep` or `formats`.
+    /// `openai`, `anthropic`, `responses`, `small`, `large`, `deep` or
+    /// `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -106,8 +107,16 @@ pub(crate) fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// One validator per tool, compiled once, formats asserted, and the wire
 /// format its calls come in.
 pub(crate) struct Naive {
-    anthropic: bool,
+    wire: Wire,
     validators: HashMap<String, jsonschema::Validator>,
+}
+
+/// Where a shape's calls are, and how their arguments are sent.
+#[derive(Clone, Copy)]
+enum Wire {
+    ChatCompletions,
+    Messages,
+    Responses,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -123,7 +132,11 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         })
         .collect();
     Naive {
-        anthropic: workload.shape == "anthropic",
+        wire: match workload.shape.as_str() {
+            "anthropic" => Wire::Messages,
+            "responses" => Wire::Responses,
+            _ => Wire::ChatCompletions,
+        },
         validators,
     }
 }
@@ -133,11 +146,50 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
 /// is not JSON. Every call is checked, as toolgate does.
 pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
     let value: Value = serde_json::from_slice(body).ok()?;
-    if naive.anthropic {
-        naive_anthropic(&naive.validators, &value)
-    } else {
-        naive_openai(&naive.validators, &value)
+    match naive.wire {
+        Wire::ChatCompletions => naive_openai(&naive.validators, &value),
+        Wire::Messages => naive_anthropic(&naive.validators, &value),
+        Wire::Responses => naive_responses(&naive.validators, &value),
     }
+}
+
+/// An arguments text parsed (empty: `{}`), then validated against its
+/// tool's schema; false for an unknown tool or a text that does not parse.
+fn naive_arguments(
+    validators: &HashMap<String, jsonschema::Validator>,
+    name: Option<&str>,
+    text: &str,
+) -> bool {
+    let arguments = if text.is_empty() {
+        Ok(Value::Object(Map::new()))
+    } else {
+        serde_json::from_str::<Value>(text)
+    };
+    match (name.and_then(|name| validators.get(name)), arguments) {
+        (Some(validator), Ok(arguments)) => validator.is_valid(&arguments),
+        _ => false,
+    }
+}
+
+/// Responses: each `function_call` item's `arguments` string parsed, then
+/// validated.
+fn naive_responses(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    for item in body.get("output")?.as_array()? {
+        if item.get("type").and_then(Value::as_str) != Some("function_call") {
+            continue;
+        }
+        let name = item.get("name").and_then(Value::as_str);
+        let text = item
+            .get("arguments")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        invalid += usize::from(!naive_arguments(validators, name, text));
+    }
+    Some(invalid)
 }
 
 /// Chat Completions: each call's `arguments` string parsed, then validated.
@@ -161,16 +213,7 @@ fn naive_openai(
                 .and_then(|f| f.get("arguments"))
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            let arguments = if text.is_empty() {
-                Ok(Value::Object(Map::new()))
-            } else {
-                serde_json::from_str::<Value>(text)
-            };
-            let valid = match (name.and_then(|name| validators.get(name)), arguments) {
-                (Some(validator), Ok(arguments)) => validator.is_valid(&arguments),
-                _ => false,
-            };
-            invalid += usize::from(!valid);
+            invalid += usize::from(!naive_arguments(validators, name, text));
         }
     }
     Some(invalid)
