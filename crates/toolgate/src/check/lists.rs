@@ -66,7 +66,10 @@ impl ToolLists {
         }
         let compiled = Arc::new(policy.declare_sent(tools));
         if key.len() <= MAX_KEY_BYTES / 4 {
-            self.entries().insert(key, Arc::clone(&compiled));
+            // The lists it pushes out are dropped once the lock is let go:
+            // the other threads do not wait for their validators to go.
+            let gone = self.entries().insert(key, Arc::clone(&compiled));
+            drop(gone);
         }
         Some(Declared {
             tools: compiled,
@@ -82,21 +85,25 @@ impl ToolLists {
 }
 
 impl Entries {
-    fn insert(&mut self, key: &str, compiled: Arc<DeclaredTools>) {
+    /// Keep `compiled` for `key`, pushing out the oldest lists past the
+    /// bounds; what was pushed out, to be dropped by the caller.
+    fn insert(&mut self, key: &str, compiled: Arc<DeclaredTools>) -> Vec<Arc<DeclaredTools>> {
+        let mut gone = Vec::new();
         if self.compiled.contains_key(key) {
-            return;
+            return gone;
         }
         while self.order.len() >= MAX_LISTS || self.key_bytes + key.len() > MAX_KEY_BYTES {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
             self.key_bytes -= old.len();
-            self.compiled.remove(&old);
+            gone.extend(self.compiled.remove(&old));
         }
         let key: Arc<str> = Arc::from(key);
         self.key_bytes += key.len();
         self.order.push_back(Arc::clone(&key));
         self.compiled.insert(key, compiled);
+        gone
     }
 }
 
