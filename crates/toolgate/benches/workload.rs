@@ -171,6 +171,21 @@ fn naive_arguments(
     }
 }
 
+/// The items of the array `list` whose `type` is `kind`; `None` when the
+/// body has no such array.
+fn typed<'a>(
+    body: &'a Value,
+    list: &str,
+    kind: &'a str,
+) -> Option<impl Iterator<Item = &'a Value>> {
+    let items = body.get(list)?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter(move |item| item.get("type").and_then(Value::as_str) == Some(kind)),
+    )
+}
+
 /// Responses: each `function_call` item's `arguments` string parsed, then
 /// validated.
 fn naive_responses(
@@ -178,10 +193,7 @@ fn naive_responses(
     body: &Value,
 ) -> Option<usize> {
     let mut invalid = 0;
-    for item in body.get("output")?.as_array()? {
-        if item.get("type").and_then(Value::as_str) != Some("function_call") {
-            continue;
-        }
+    for item in typed(body, "output", "function_call")? {
         let name = item.get("name").and_then(Value::as_str);
         let text = item
             .get("arguments")
@@ -226,10 +238,7 @@ fn naive_anthropic(
     body: &Value,
 ) -> Option<usize> {
     let mut invalid = 0;
-    for block in body.get("content")?.as_array()? {
-        if block.get("type").and_then(Value::as_str) != Some("tool_use") {
-            continue;
-        }
+    for block in typed(body, "content", "tool_use")? {
         let name = block.get("name").and_then(Value::as_str);
         let valid = match (
             name.and_then(|name| validators.get(name)),
