@@ -58,7 +58,34 @@ pub(crate) fn read_root(root: &Node<'_>, out: &mut Collector<'_>) {
 /// them, and whether the document is malformed (a call container of the
 /// wrong type): a stream checks that an event carries calls only where its
 /// format's decoder reads them.
+///
+/// Read with the fast reader, as a whole body is, and by the reference
+/// reader when the fast one leaves the document to it (past its depth
+/// bound, or a document it does not read) or the walk fails; debug builds
+/// read every event both ways and assert the two censuses equal.
 pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<String>, bool)> {
+    let depth = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
+    let fast = super::views::with(|arena| {
+        let root = super::fast::document(text, arena, depth)?;
+        let mut out = Collector::census(limits);
+        root_node(&root, &mut out).ok()?;
+        Some(out.positions())
+    });
+    match fast {
+        Some(found) => {
+            debug_assert_eq!(
+                Some(&found),
+                reference_census(text, limits).as_ref().ok(),
+                "the fast census of an event differs from the reference one: {text}"
+            );
+            Ok(found)
+        }
+        None => reference_census(text, limits),
+    }
+}
+
+/// [`census`] with the reference reader.
+fn reference_census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<String>, bool)> {
     let root: Node<'_> = serde_json::from_str(text)?;
     let mut out = Collector::census(limits);
     root_node(&root, &mut out)?;
@@ -1263,4 +1290,42 @@ fn record(readings: &mut Readings<'_>, invalid: bool, out: &mut Collector<'_>) {
         &first.name,
         read,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::fast::tests::{corpus, variants};
+    use crate::detect::Limits;
+
+    /// The census of every event and document of the fixtures and the
+    /// conformance corpus, and of each damaged variant of them, is the
+    /// reference reader's, under several depth bounds: the same positions
+    /// and the same malformed flag, or an error where it errs.
+    #[test]
+    fn the_fast_census_is_the_reference_census() {
+        let limits: Vec<Limits> = [3, 4, 6, 8, 16, 64, 128]
+            .into_iter()
+            .map(|max_depth| Limits {
+                max_depth,
+                ..Limits::default()
+            })
+            .collect();
+        let mut read = 0;
+        for doc in corpus() {
+            for text in std::iter::once(doc.clone()).chain(variants(&doc)) {
+                for limits in &limits {
+                    let fast = census(&text, limits);
+                    let reference = reference_census(&text, limits);
+                    match (&fast, &reference) {
+                        (Ok(fast), Ok(reference)) => assert_eq!(fast, reference, "{text}"),
+                        (Err(_), Err(_)) => {}
+                        _ => panic!("{fast:?} against {reference:?}: {text}"),
+                    }
+                    read += 1;
+                }
+            }
+        }
+        assert!(read > 10_000, "{read} documents read");
+    }
 }
