@@ -67,9 +67,7 @@ pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<
     let depth = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
     let fast = super::views::with(|arena| {
         let root = super::fast::document(text, arena, depth)?;
-        let mut out = Collector::census(limits);
-        root_node(&root, &mut out).ok()?;
-        Some(out.positions())
+        census_of(&root, limits).ok()
     });
     match fast {
         Some(found) => {
@@ -86,9 +84,13 @@ pub(crate) fn census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<
 
 /// [`census`] with the reference reader.
 fn reference_census(text: &str, limits: &crate::detect::Limits) -> Result<(Vec<String>, bool)> {
-    let root: Node<'_> = serde_json::from_str(text)?;
+    census_of(&serde_json::from_str(text)?, limits)
+}
+
+/// The census of a document read by either reader.
+fn census_of(root: &Node<'_>, limits: &crate::detect::Limits) -> Result<(Vec<String>, bool)> {
     let mut out = Collector::census(limits);
-    root_node(&root, &mut out)?;
+    root_node(root, &mut out)?;
     Ok(out.positions())
 }
 
