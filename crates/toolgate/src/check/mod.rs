@@ -208,19 +208,19 @@ impl Policy {
         // Calls past `max_calls` were not read: nothing that depends on
         // them (result linkage, expectations, counts) can be claimed.
         let cut = calls_seen > calls.len();
-        // The payload's own list, compiled once per policy for every
-        // payload that sends the same text.
-        let kept = match options.declared {
-            Some(_) => None,
-            None => self.lists.get(self, &tools),
+        // The caller's compiled list, else the payload's own, compiled once
+        // per policy for every payload that sends the same text.
+        let kept;
+        let declared = if options.declared.is_some() {
+            options.declared
+        } else {
+            kept = self.lists.get(self, &tools);
+            kept.as_ref().map(|k| &*k.tools)
         };
-        let request = match options.declared.or(kept.as_ref().map(|k| &*k.tools)) {
-            Some(declared) => {
-                payload.extend(declared.violations.iter().cloned());
-                Some(&declared.tools)
-            }
-            None => None,
-        };
+        let request = declared.map(|declared| {
+            payload.extend(declared.violations.iter().cloned());
+            &declared.tools
+        });
         let result_violations = if phase.judges(Category::Result, options.results) {
             let link = results::Linkage {
                 pending,
