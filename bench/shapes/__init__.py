@@ -2,7 +2,7 @@
 from .deep import Deep
 from .formats import Formats
 from .large import Large
-from .openai import Anthropic, OpenAI, Responses
+from .openai import Anthropic, OpenAI, Responses, Stream
 from .small import Small
 
-SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Small, Large, Deep, Formats]}
+SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Stream, Small, Large, Deep, Formats]}

@@ -213,6 +213,42 @@ def response(i, v, calls, extra, tools):
     return compact(body)
 
 
+def chat_stream(i, v, calls, extra):
+    """The same calls as one streamed Chat Completions answer, as a line:
+    the `text/event-stream` body, JSON-encoded as a string. One chunk
+    gives the role, one opens each call (its id, type, name and empty
+    arguments), then its arguments come in fragments of one to eight
+    characters, as a model's tokens do, one fragment a chunk; then the
+    finish reason, the usage chunk (`stream_options.include_usage`) and
+    `[DONE]`. The random draws are those of `chat_completion`, so payload
+    i holds the same calls in both; the fragments' lengths come from
+    `extra`."""
+    whole = json.loads(chat_completion(i, v, calls))
+    head = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+            "model": whole["model"], "service_tier": "default",
+            "system_fingerprint": whole["system_fingerprint"]}
+
+    def chunk(delta, finish=None):
+        return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                     "finish_reason": finish}]}
+
+    chunks = [chunk({"role": "assistant", "content": None, "refusal": None})]
+    for k, call in enumerate(whole["choices"][0]["message"]["tool_calls"]):
+        function = call["function"]
+        chunks.append(chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
+                                             "function": {"name": function["name"],
+                                                          "arguments": ""}}]}))
+        text = function["arguments"]
+        while text:
+            n = extra.choice([1, 2, 3, 3, 4, 4, 4, 5, 5, 6, 7, 8])
+            chunks.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": text[:n]}}]}))
+            text = text[n:]
+    chunks.append(chunk({}, "tool_calls"))
+    chunks.append({**head, "choices": [], "usage": whole["usage"]})
+    body = "".join(f"data: {compact(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return compact(body)
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -271,7 +307,7 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    wire = "openai"  # or "anthropic", "responses"
+    wire = "openai"  # or "anthropic", "responses", "chat_stream"
     tools = []  # (name, description, parameters)
     tool_weights = None
     call_counts, call_weights = [1], [1]
@@ -357,6 +393,12 @@ class Shape:
 
     # The generator.
 
+    def body_bytes(self, line):
+        """The bytes of the payload a line holds."""
+        if self.wire == "chat_stream":
+            return len(json.loads(line).encode())
+        return len(line.encode())
+
     def payload(self, i, v, defect, extra):
         """One response as a line, its number of calls, and its defect record."""
         tools = self.pick_tools(v)
@@ -374,6 +416,8 @@ class Shape:
             return message(i, v, calls, extra), len(calls), record
         if self.wire == "responses":
             return response(i, v, calls, extra, self.tools), len(calls), record
+        if self.wire == "chat_stream":
+            return chat_stream(i, v, calls, extra), len(calls), record
         return chat_completion(i, v, calls), len(calls), record
 
     def policy_yaml(self):
@@ -410,7 +454,7 @@ def generate(shape, out_dir, count, seed):
             out.write(line + "\n")
             bad.write(compact({"payload": i, **(record or {"kind": "clean", "code": None})}) + "\n")
             n_calls += calls
-            n_bytes += len(line.encode())
+            n_bytes += shape.body_bytes(line)
             if defect:
                 per_kind[defect] += 1
     defective = sum(per_kind.values())

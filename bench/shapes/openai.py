@@ -323,6 +323,13 @@ class Responses(OpenAI):
     wire = "responses"
 
 
+class Stream(OpenAI):
+    """The same calls as streamed OpenAI Chat Completions answers: payload
+    i holds the calls and the defect of payload i of `openai`, in chunks."""
+    name = "stream"
+    wire = "chat_stream"
+
+
 class Anthropic(OpenAI):
     """The same calls as Anthropic Messages responses: payload i holds the
     calls and the defect of payload i of `openai`."""

@@ -1,10 +1,11 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
-//! --shape`: `openai`, `anthropic`, `responses`, `small`, `large`, `deep`,
-//! `formats`), from bytes to verdict with the compiled policy, beside the naive
-//! pipeline users write for that wire format: a `serde_json::Value` of the
-//! body, each call's arguments (parsed from the `arguments` string, or the
-//! Anthropic `input` as it is) validated by its tool's `jsonschema`
-//! validator. One criterion group per shape, `check/<shape>`, then 15
+//! --shape`: `openai`, `anthropic`, `responses`, `stream`, `small`,
+//! `large`, `deep`, `formats`), from bytes to verdict with the compiled
+//! policy, beside the naive pipeline users write for that wire format: a
+//! `serde_json::Value` of the body (of each event's data, for a stream,
+//! the calls' fragments gathered by index), each call's arguments (parsed
+//! from the `arguments` string, or the Anthropic `input` as it is)
+//! validated by its tool's `jsonschema` validator. One criterion group per shape, `check/<shape>`, then 15
 //! rounds of both pipelines taking turns (`paired.json` beside the
 //! workload). Times are the thread's CPU time, not wall time: the machines
 //! this runs on are shared.
@@ -79,10 +80,11 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 7] = [
+const SHAPES: [&str; 8] = [
     "openai",
     "anthropic",
     "responses",
+    "stream",
     "small",
     "large",
     "deep",

@@ -1,7 +1,9 @@
 //! A check workload written by `bench/workload.py`: a policy, one response
-//! a line (OpenAI Chat Completions, or Anthropic Messages for the
-//! `anthropic` shape), and what each one should be found to hold; and the
-//! naive pipeline a user writes for that wire format. `Workload::load`
+//! a line (OpenAI Chat Completions, Anthropic Messages for the `anthropic`
+//! shape, OpenAI Responses for `responses`, a Chat Completions
+//! `text/event-stream` body as a JSON string for `stream`), and what each
+//! one should be found to hold; and the naive pipeline a user writes for
+//! that wire format. `Workload::load`
 //! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
 
 use std::collections::HashMap;
@@ -11,8 +13,8 @@ use serde_json::{Map, Value};
 
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
-    /// `openai`, `anthropic`, `responses`, `small`, `large`, `deep` or
-    /// `formats`.
+    /// `openai`, `anthropic`, `responses`, `stream`, `small`, `large`,
+    /// `deep` or `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -33,8 +35,20 @@ impl Workload {
     }
 
     pub(crate) fn from_dir(dir: &Path) -> Workload {
+        // The first shape's stats.json names none.
+        let stats: Value = serde_json::from_slice(&read(dir, "stats.json")).expect("stats.json");
+        let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
-            .map(<[u8]>::to_vec)
+            .map(|line| {
+                if shape == "stream" {
+                    // An event stream's body, its line ends and all, as a
+                    // JSON string.
+                    let body: String = serde_json::from_slice(line).expect("a JSON string");
+                    body.into_bytes()
+                } else {
+                    line.to_vec()
+                }
+            })
             .collect();
         let expected: Vec<Option<String>> = lines(&read(dir, "defects.jsonl"))
             .map(|line| {
@@ -47,9 +61,6 @@ impl Workload {
             expected.len(),
             "payloads and defects differ"
         );
-        // The first shape's stats.json names none.
-        let stats: Value = serde_json::from_slice(&read(dir, "stats.json")).expect("stats.json");
-        let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let policy = toolgate::Policy::load(dir.join("policy.yaml")).expect("policy.yaml");
         Workload {
             dir: dir.to_path_buf(),
@@ -117,6 +128,8 @@ enum Wire {
     ChatCompletions,
     Messages,
     Responses,
+    /// Chat Completions chunks in a `text/event-stream` body.
+    ChatStream,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -135,6 +148,7 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         wire: match workload.shape.as_str() {
             "anthropic" => Wire::Messages,
             "responses" => Wire::Responses,
+            "stream" => Wire::ChatStream,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -145,12 +159,66 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
 /// arguments that do not parse or do not validate), or `None` when the body
 /// is not JSON. Every call is checked, as toolgate does.
 pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
+    if let Wire::ChatStream = naive.wire {
+        return naive_stream(&naive.validators, body);
+    }
     let value: Value = serde_json::from_slice(body).ok()?;
     match naive.wire {
         Wire::ChatCompletions => naive_openai(&naive.validators, &value),
         Wire::Messages => naive_anthropic(&naive.validators, &value),
         Wire::Responses => naive_responses(&naive.validators, &value),
+        Wire::ChatStream => unreachable!("read above"),
     }
+}
+
+/// A streamed Chat Completions answer, as the SDKs' accumulators read it:
+/// each event's `data:` line a `serde_json::Value`, each call's name and
+/// arguments fragments gathered by its `index`, until `[DONE]`; then each
+/// call's arguments parsed and validated. `None` when an event is not
+/// JSON.
+fn naive_stream(validators: &HashMap<String, jsonschema::Validator>, body: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    for line in text.lines() {
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        if data == "[DONE]" {
+            break;
+        }
+        let chunk: Value = serde_json::from_str(data).ok()?;
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            continue;
+        };
+        for choice in choices {
+            let fragments = choice
+                .get("delta")
+                .and_then(|delta| delta.get("tool_calls"))
+                .and_then(Value::as_array);
+            for fragment in fragments.into_iter().flatten() {
+                let index = usize::try_from(fragment.get("index")?.as_u64()?).ok()?;
+                if calls.len() <= index {
+                    calls.resize_with(index + 1, Default::default);
+                }
+                let call = &mut calls[index];
+                let function = fragment.get("function");
+                if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
+                    call.0 = Some(name.to_owned());
+                }
+                if let Some(text) = function
+                    .and_then(|f| f.get("arguments"))
+                    .and_then(Value::as_str)
+                {
+                    call.1.push_str(text);
+                }
+            }
+        }
+    }
+    let invalid = calls
+        .iter()
+        .filter(|(name, text)| !naive_arguments(validators, name.as_deref(), text))
+        .count();
+    Some(invalid)
 }
 
 /// An arguments text parsed (empty: `{}`), then validated against its

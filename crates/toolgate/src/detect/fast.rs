@@ -12,6 +12,7 @@
 //! both readers to the same views.
 
 pub(crate) mod answer;
+pub(crate) mod chunk;
 
 use std::borrow::Cow;
 
@@ -364,7 +365,7 @@ impl<'a> Scan<'a> {
         // Made at the first key of the table: an object with none takes no
         // memory of its own.
         let mut made: Option<Held<'a>> = None;
-        self.entries(|scan, key| {
+        self.entries(|scan, key, _| {
             let field = match key {
                 Key::Field(field) => field,
                 Key::Rare(row) => {
@@ -393,14 +394,18 @@ impl<'a> Scan<'a> {
     }
 
     /// The entries of the object at the cursor (at its brace): `entry`
-    /// reads each entry's value (its colon read), told what its key is. A
+    /// reads each entry's value (its colon read), told what its key is
+    /// and how it is written. A
     /// key of the table given twice is refused, as serde does, and an
     /// escaped key is the reference reader's.
     // Inlined into each reader of objects: the key's reading is the
     // envelope's hottest loop.
     #[allow(clippy::inline_always)]
     #[inline(always)]
-    fn entries(&mut self, mut entry: impl FnMut(&mut Self, Key) -> Option<()>) -> Option<()> {
+    fn entries(
+        &mut self,
+        mut entry: impl FnMut(&mut Self, Key, &'a str) -> Option<()>,
+    ) -> Option<()> {
         self.open()?;
         self.at += 1;
         let mut seen = 0u128;
@@ -410,6 +415,7 @@ impl<'a> Scan<'a> {
                 return None;
             }
             scan.eat(b':')?;
+            let text = key;
             let key = look_up(key);
             if let Key::Field(field) = key {
                 let bit = 1u128 << field as u8;
@@ -418,7 +424,7 @@ impl<'a> Scan<'a> {
                 }
                 seen |= bit;
             }
-            entry(scan, key)
+            entry(scan, key, text)
         })?;
         self.depth -= 1;
         Some(())

@@ -121,7 +121,7 @@ impl Framer {
         }
         self.after_cr = false;
         while !rest.is_empty() {
-            let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
                 self.append(rest)?;
                 break;
             };

@@ -192,7 +192,7 @@ impl<'a> Scan<'a> {
     /// it does not name only when `null` (`_ => scan.null()`), which both
     /// general readers read as no key at all.
     fn fields(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
-        self.entries(|scan, key| match key {
+        self.entries(|scan, key, _| match key {
             Key::Field(field) => {
                 scan.space();
                 entry(scan, field)
@@ -203,7 +203,7 @@ impl<'a> Scan<'a> {
     }
 
     /// The items of the array at the cursor, each an object read by `item`.
-    fn objects(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+    pub(super) fn objects(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
         if self.peek()? != b'[' {
             return None;
         }
@@ -220,7 +220,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A string with no escape at the cursor.
-    fn plain(&mut self) -> Option<&'a str> {
+    pub(super) fn plain(&mut self) -> Option<&'a str> {
         match self.string()? {
             (text, false) => Some(text),
             (_, true) => None,
@@ -228,7 +228,7 @@ impl<'a> Scan<'a> {
     }
 
     /// `null` at the cursor.
-    fn null(&mut self) -> Option<()> {
+    pub(super) fn null(&mut self) -> Option<()> {
         self.literal("null")
     }
 

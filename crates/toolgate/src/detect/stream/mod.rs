@@ -45,7 +45,7 @@ mod bedrock;
 mod calls;
 mod gemini;
 mod json_path;
-mod openai_chat;
+pub(crate) mod openai_chat;
 mod openai_responses;
 mod probe;
 mod sequence;
@@ -61,7 +61,7 @@ use self::sequence::{Document, Splitter};
 use crate::detect::limits::{self, Limits};
 use crate::detect::sse::{self, Event, TooLarge};
 use crate::detect::{code_of, json_error_message, Detection};
-use crate::model::Framing;
+use crate::model::{Format, Framing};
 use crate::verdict::ViolationCode;
 
 /// What an event may hold besides one call's arguments (ids, usage, a
@@ -412,6 +412,16 @@ impl Assembler {
             return;
         }
         let limits = self.calls.limits();
+        if name.is_none_or(<[u8]>::is_empty) {
+            let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
+            if let Some(chunk) = crate::detect::fast::chunk::read(trimmed, max_depth) {
+                #[cfg(debug_assertions)]
+                same_chunk(trimmed, &chunk, limits);
+                self.calls.saw(Format::OpenAiChat);
+                self.decoders.openai_chat.apply(&chunk, &mut self.calls);
+                return;
+            }
+        }
         if let Some(message) =
             limits::too_deep(trimmed.as_bytes(), limits, format_args!("stream event {n}"))
         {
@@ -533,6 +543,36 @@ impl Assembler {
         self.calls
             .violation(ViolationCode::MalformedPayload, message);
     }
+}
+
+/// Debug builds: a chunk the short path read
+/// ([`fast::chunk`](crate::detect::fast::chunk)) is what the general
+/// reading reads: within the nesting bound, a Chat chunk (no type, no
+/// error), the same [`openai_chat::Chunk`], and a census that finds no
+/// call the Chat decoder does not read.
+#[cfg(debug_assertions)]
+pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limits: &Limits) {
+    assert_eq!(
+        limits::too_deep(text.as_bytes(), limits, ""),
+        None,
+        "{text}"
+    );
+    let mut de = serde_json::Deserializer::from_str(text);
+    let probe = Probe::deserialize(&mut de).expect("the short path read a chunk serde cannot");
+    de.end().expect("the short path read a chunk serde cannot");
+    let kind = probe.kind();
+    assert_eq!(kind, None, "{text}");
+    assert!(!probe.is_error(None), "{text}");
+    assert_eq!(probe.route(None), Route::OpenAiChat, "{text}");
+    let general = openai_chat::read(&probe).expect("serde reads the chunk");
+    assert_eq!(general.as_ref(), Some(chunk), "{text}");
+    let (positions, malformed) =
+        crate::detect::document::census(text, limits).expect("the census reads the chunk");
+    assert!(!malformed, "{text}");
+    assert!(
+        positions.iter().all(|at| Route::OpenAiChat.reads(None, at)),
+        "{text}: {positions:?}"
+    );
 }
 
 /// Whether JSON text has the shape of a stream's own error event or of a
