@@ -10,21 +10,23 @@
 # and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
-# Shapes: openai anthropic responses stream small large deep formats (all by default).
+# Shapes: openai anthropic responses chat-sse messages-sse responses-sse small large deep formats (all by default).
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
-# 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all), and
-# stream, 2,000 (25 KB each, 51 MB);
+# 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all),
+# chat-sse, 2,000 (25 KB each, 51 MB), and responses-sse, 2,000 (43 KB
+# each, 87 MB);
 # written again when bench/workload.py or bench/shapes/ is newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses stream small large deep formats}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses chat-sse messages-sse responses-sse small large deep formats}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do
   count=10000
   [ "$shape" = large ] && count=2000
-  [ "$shape" = stream ] && count=2000
+  [ "$shape" = chat-sse ] && count=2000
+  [ "$shape" = responses-sse ] && count=2000
   dir="$TOOLGATE_WORKLOADS/$shape"
   # stats.json is written last: without it, the workload is incomplete.
   if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then

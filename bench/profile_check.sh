@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-openai anthropic responses stream small large deep formats}"
+shapes="${*:-openai anthropic responses chat-sse messages-sse responses-sse small large deep formats}"
 out="$target/profile-check"
 mkdir -p "$out"
 cargo build --release -p toolgate --example check_workload
@@ -16,7 +16,8 @@ example="$target/release/examples/check_workload"
 for shape in $shapes; do
   count=2000
   [ "$shape" = large ] && count=400
-  [ "$shape" = stream ] && count=400
+  [ "$shape" = chat-sse ] && count=400
+  [ "$shape" = responses-sse ] && count=400
   python3 bench/workload.py "$out/$shape" --shape "$shape" --count "$count" 2>/dev/null
   # One pass and two: the difference is one pass in the steady state (the
   # first compiles what is compiled on first use, as a schema's validator

@@ -213,7 +213,24 @@ def response(i, v, calls, extra, tools):
     return compact(body)
 
 
-def chat_stream(i, v, calls, extra):
+def sse(events):
+    """An event stream's body as a line: each event `(name, data)` (no
+    name: a `data` line alone), JSON-encoded as a string."""
+    body = "".join((f"event: {name}\n" if name else "") + f"data: {data}\n\n" for name, data in events)
+    return compact(body)
+
+
+def pieces(text, extra, sizes):
+    """`text` cut into pieces whose lengths are drawn from `sizes`."""
+    out = []
+    while text:
+        n = extra.choice(sizes)
+        out.append(text[:n])
+        text = text[n:]
+    return out
+
+
+def chat_sse(i, v, calls, extra):
     """The same calls as one streamed Chat Completions answer, as a line:
     the `text/event-stream` body, JSON-encoded as a string. One chunk
     gives the role, one opens each call (its id, type, name and empty
@@ -238,15 +255,87 @@ def chat_stream(i, v, calls, extra):
         chunks.append(chunk({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
                                              "function": {"name": function["name"],
                                                           "arguments": ""}}]}))
-        text = function["arguments"]
-        while text:
-            n = extra.choice([1, 2, 3, 3, 4, 4, 4, 5, 5, 6, 7, 8])
-            chunks.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": text[:n]}}]}))
-            text = text[n:]
+        for piece in pieces(function["arguments"], extra, [1, 2, 3, 3, 4, 4, 4, 5, 5, 6, 7, 8]):
+            chunks.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}))
     chunks.append(chunk({}, "tool_calls"))
     chunks.append({**head, "choices": [], "usage": whole["usage"]})
-    body = "".join(f"data: {compact(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    return compact(body)
+    return sse([(None, compact(c)) for c in chunks] + [(None, "[DONE]")])
+
+
+def messages_sse(i, v, calls, extra):
+    """The same calls as one streamed Anthropic Messages answer, as a line
+    (see `sse`): `message_start`, a `text` block streamed in words (four
+    times in five), one `tool_use` block a call whose arguments text comes
+    in `input_json_delta` fragments of 2 to 24 characters (none for
+    empty arguments), `message_delta`, `message_stop`; a `ping` after the
+    start. The random draws are those of `message`, so payload i holds the
+    same calls; the fragments' lengths come from `extra`."""
+    whole = json.loads(message(i, v, calls, extra))
+    usage = whole["usage"]
+    start = {"id": whole["id"], "type": "message", "role": "assistant", "model": whole["model"],
+             "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {**usage, "output_tokens": 1}}
+    events = [("message_start", {"type": "message_start", "message": start}),
+              ("ping", {"type": "ping"})]
+    index = 0
+    blocks = [b for b in whole["content"] if b["type"] == "text"]
+    for block in blocks:
+        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {"type": "text", "text": ""}}))
+        for piece in pieces(block["text"], extra, [3, 5, 8, 12]):
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "text_delta", "text": piece}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    for cid, name, text in calls:
+        events.append(("content_block_start", {
+            "type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name, "input": {}}}))
+        fragments = pieces(text, extra, list(range(2, 25)))
+        for piece in [""] + fragments if fragments else []:
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                   "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return sse([(name, compact(data)) for name, data in events])
+
+
+def responses_sse(i, v, calls, extra, tools):
+    """The same calls as one streamed OpenAI Responses answer, as a line
+    (see `sse`): `response.created` and `.in_progress` (the response so
+    far, the request's tools echoed), then each output item added, a
+    call's arguments in `.function_call_arguments.delta` events of 1 to 8
+    characters, `.done`, the item done; then `response.completed` with the
+    whole response. The random draws are those of `response`, so payload
+    i holds the same calls; the fragments' lengths come from `extra`."""
+    whole = json.loads(response(i, v, calls, extra, tools))
+    events = []
+
+    def event(kind, **fields):
+        events.append((kind, compact({"type": kind, **fields, "sequence_number": len(events)})))
+
+    begun = {**whole, "status": "in_progress", "output": [], "usage": None}
+    event("response.created", response=begun)
+    event("response.in_progress", response=begun)
+    for k, item in enumerate(whole["output"]):
+        if item["type"] != "function_call":
+            event("response.output_item.added", output_index=k, item=item)
+            event("response.output_item.done", output_index=k, item=item)
+            continue
+        event("response.output_item.added", output_index=k,
+              item={**item, "status": "in_progress", "arguments": ""})
+        for piece in pieces(item["arguments"], extra, [1, 2, 3, 3, 4, 4, 4, 5, 5, 6, 7, 8]):
+            event("response.function_call_arguments.delta", item_id=item["id"], output_index=k,
+                  delta=piece, obfuscation="".join(extra.choice("abcdefghijklmnop") for _ in range(4)))
+        event("response.function_call_arguments.done", item_id=item["id"], output_index=k,
+              arguments=item["arguments"])
+        event("response.output_item.done", output_index=k, item=item)
+    event("response.completed", response=whole)
+    return sse(events)
 
 
 def input_text(text):
@@ -307,7 +396,7 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    wire = "openai"  # or "anthropic", "responses", "chat_stream"
+    wire = "openai"  # or "anthropic", "responses", "chat_sse", "messages_sse", "responses_sse"
     tools = []  # (name, description, parameters)
     tool_weights = None
     call_counts, call_weights = [1], [1]
@@ -395,7 +484,7 @@ class Shape:
 
     def body_bytes(self, line):
         """The bytes of the payload a line holds."""
-        if self.wire == "chat_stream":
+        if self.wire.endswith("_sse"):
             return len(json.loads(line).encode())
         return len(line.encode())
 
@@ -416,8 +505,12 @@ class Shape:
             return message(i, v, calls, extra), len(calls), record
         if self.wire == "responses":
             return response(i, v, calls, extra, self.tools), len(calls), record
-        if self.wire == "chat_stream":
-            return chat_stream(i, v, calls, extra), len(calls), record
+        if self.wire == "chat_sse":
+            return chat_sse(i, v, calls, extra), len(calls), record
+        if self.wire == "messages_sse":
+            return messages_sse(i, v, calls, extra), len(calls), record
+        if self.wire == "responses_sse":
+            return responses_sse(i, v, calls, extra, self.tools), len(calls), record
         return chat_completion(i, v, calls), len(calls), record
 
     def policy_yaml(self):

@@ -323,11 +323,25 @@ class Responses(OpenAI):
     wire = "responses"
 
 
-class Stream(OpenAI):
+class ChatSse(OpenAI):
     """The same calls as streamed OpenAI Chat Completions answers: payload
     i holds the calls and the defect of payload i of `openai`, in chunks."""
-    name = "stream"
-    wire = "chat_stream"
+    name = "chat-sse"
+    wire = "chat_sse"
+
+
+class MessagesSse(OpenAI):
+    """The same calls as streamed Anthropic Messages answers: payload i
+    holds the calls and the defect of payload i of `openai`, in events."""
+    name = "messages-sse"
+    wire = "messages_sse"
+
+
+class ResponsesSse(OpenAI):
+    """The same calls as streamed OpenAI Responses answers: payload i holds
+    the calls and the defect of payload i of `openai`, in events."""
+    name = "responses-sse"
+    wire = "responses_sse"
 
 
 class Anthropic(OpenAI):

@@ -1,6 +1,6 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
-//! --shape`: `openai`, `anthropic`, `responses`, `stream`, `small`,
-//! `large`, `deep`, `formats`), from bytes to verdict with the compiled
+//! --shape`: `openai`, `anthropic`, `responses`, `chat-sse`,
+//! `messages-sse`, `responses-sse`, `small`, `large`, `deep`, `formats`), from bytes to verdict with the compiled
 //! policy, beside the naive pipeline users write for that wire format: a
 //! `serde_json::Value` of the body (of each event's data, for a stream,
 //! the calls' fragments gathered by index), each call's arguments (parsed
@@ -80,11 +80,13 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 8] = [
+const SHAPES: [&str; 10] = [
     "openai",
     "anthropic",
     "responses",
-    "stream",
+    "chat-sse",
+    "messages-sse",
+    "responses-sse",
     "small",
     "large",
     "deep",

@@ -1,7 +1,8 @@
 //! A check workload written by `bench/workload.py`: a policy, one response
 //! a line (OpenAI Chat Completions, Anthropic Messages for the `anthropic`
-//! shape, OpenAI Responses for `responses`, a Chat Completions
-//! `text/event-stream` body as a JSON string for `stream`), and what each
+//! shape, OpenAI Responses for `responses`, and for `chat-sse`,
+//! `messages-sse` and `responses-sse` a `text/event-stream` body of those
+//! formats as a JSON string), and what each
 //! one should be found to hold; and the naive pipeline a user writes for
 //! that wire format. `Workload::load`
 //! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
@@ -13,8 +14,8 @@ use serde_json::{Map, Value};
 
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
-    /// `openai`, `anthropic`, `responses`, `stream`, `small`, `large`,
-    /// `deep` or `formats`.
+    /// `openai`, `anthropic`, `responses`, `chat-sse`, `messages-sse`,
+    /// `responses-sse`, `small`, `large`, `deep` or `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -40,7 +41,7 @@ impl Workload {
         let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
             .map(|line| {
-                if shape == "stream" {
+                if shape.ends_with("-sse") {
                     // An event stream's body, its line ends and all, as a
                     // JSON string.
                     let body: String = serde_json::from_slice(line).expect("a JSON string");
@@ -130,6 +131,10 @@ enum Wire {
     Responses,
     /// Chat Completions chunks in a `text/event-stream` body.
     ChatStream,
+    /// Anthropic Messages stream events.
+    MessagesStream,
+    /// OpenAI Responses stream events.
+    ResponsesStream,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -148,7 +153,9 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         wire: match workload.shape.as_str() {
             "anthropic" => Wire::Messages,
             "responses" => Wire::Responses,
-            "stream" => Wire::ChatStream,
+            "chat-sse" => Wire::ChatStream,
+            "messages-sse" => Wire::MessagesStream,
+            "responses-sse" => Wire::ResponsesStream,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -159,26 +166,26 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
 /// arguments that do not parse or do not validate), or `None` when the body
 /// is not JSON. Every call is checked, as toolgate does.
 pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
-    if let Wire::ChatStream = naive.wire {
-        return naive_stream(&naive.validators, body);
-    }
-    let value: Value = serde_json::from_slice(body).ok()?;
+    let validators = &naive.validators;
+    let body = match naive.wire {
+        Wire::ChatStream => return naive_chat_stream(validators, body),
+        Wire::MessagesStream => return naive_messages_stream(validators, body),
+        Wire::ResponsesStream => return naive_responses_stream(validators, body),
+        Wire::ChatCompletions | Wire::Messages | Wire::Responses => {
+            serde_json::from_slice(body).ok()?
+        }
+    };
     match naive.wire {
-        Wire::ChatCompletions => naive_openai(&naive.validators, &value),
-        Wire::Messages => naive_anthropic(&naive.validators, &value),
-        Wire::Responses => naive_responses(&naive.validators, &value),
-        Wire::ChatStream => unreachable!("read above"),
+        Wire::Messages => naive_anthropic(validators, &body),
+        Wire::Responses => naive_responses(validators, &body),
+        _ => naive_openai(validators, &body),
     }
 }
 
-/// A streamed Chat Completions answer, as the SDKs' accumulators read it:
-/// each event's `data:` line a `serde_json::Value`, each call's name and
-/// arguments fragments gathered by its `index`, until `[DONE]`; then each
-/// call's arguments parsed and validated. `None` when an event is not
-/// JSON.
-fn naive_stream(validators: &HashMap<String, jsonschema::Validator>, body: &[u8]) -> Option<usize> {
+/// Each `data:` line of an event stream's body (but `[DONE]`) as a
+/// `serde_json::Value`, in order, to `each`; `None` when one is not JSON.
+fn events(body: &[u8], mut each: impl FnMut(&Value) -> Option<()>) -> Option<()> {
     let text = std::str::from_utf8(body).ok()?;
-    let mut calls: Vec<(Option<String>, String)> = Vec::new();
     for line in text.lines() {
         let Some(data) = line.strip_prefix("data: ") else {
             continue;
@@ -186,11 +193,35 @@ fn naive_stream(validators: &HashMap<String, jsonschema::Validator>, body: &[u8]
         if data == "[DONE]" {
             break;
         }
-        let chunk: Value = serde_json::from_str(data).ok()?;
-        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
-            continue;
-        };
-        for choice in choices {
+        each(&serde_json::from_str(data).ok()?)?;
+    }
+    Some(())
+}
+
+/// How many of the calls gathered from a stream (name, arguments text)
+/// are invalid.
+fn invalid_of(
+    validators: &HashMap<String, jsonschema::Validator>,
+    calls: &[(Option<String>, String)],
+) -> usize {
+    calls
+        .iter()
+        .filter(|(name, text)| !naive_arguments(validators, name.as_deref(), text))
+        .count()
+}
+
+/// A streamed Chat Completions answer, as the SDKs' accumulators read it:
+/// each event a `serde_json::Value`, each call's name and arguments
+/// fragments gathered by its `index`; then each call's arguments parsed
+/// and validated. `None` when an event is not JSON.
+fn naive_chat_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    events(body, |chunk| {
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        for choice in choices.into_iter().flatten() {
             let fragments = choice
                 .get("delta")
                 .and_then(|delta| delta.get("tool_calls"))
@@ -213,12 +244,75 @@ fn naive_stream(validators: &HashMap<String, jsonschema::Validator>, body: &[u8]
                 }
             }
         }
-    }
-    let invalid = calls
-        .iter()
-        .filter(|(name, text)| !naive_arguments(validators, name.as_deref(), text))
-        .count();
-    Some(invalid)
+        Some(())
+    })?;
+    Some(invalid_of(validators, &calls))
+}
+
+/// A streamed Anthropic Messages answer, as the SDKs' accumulators read
+/// it: each event a `serde_json::Value`, a call opened by each `tool_use`
+/// block start, its `input_json_delta` fragments gathered by the block's
+/// `index`; then each call's input parsed (none: `{}`) and validated.
+fn naive_messages_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    let mut blocks: HashMap<u64, usize> = HashMap::new();
+    events(body, |event| {
+        let index = event.get("index").and_then(Value::as_u64);
+        match event.get("type").and_then(Value::as_str) {
+            Some("content_block_start") => {
+                let block = event.get("content_block")?;
+                if block.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    let name = block.get("name").and_then(Value::as_str).map(str::to_owned);
+                    blocks.insert(index?, calls.len());
+                    calls.push((name, String::new()));
+                }
+            }
+            Some("content_block_delta") => {
+                let delta = event.get("delta")?;
+                if delta.get("type").and_then(Value::as_str) == Some("input_json_delta") {
+                    let call = *blocks.get(&index?)?;
+                    calls[call].1.push_str(delta.get("partial_json")?.as_str()?);
+                }
+            }
+            _ => {}
+        }
+        Some(())
+    })?;
+    Some(invalid_of(validators, &calls))
+}
+
+/// A streamed OpenAI Responses answer, as an accumulator reads it: each
+/// event a `serde_json::Value`, a call opened by each `function_call` item
+/// added, its arguments deltas gathered by `item_id`; then each call's
+/// arguments parsed and validated.
+fn naive_responses_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    let mut items: HashMap<String, usize> = HashMap::new();
+    events(body, |event| {
+        match event.get("type").and_then(Value::as_str) {
+            Some("response.output_item.added") => {
+                let item = event.get("item")?;
+                if item.get("type").and_then(Value::as_str) == Some("function_call") {
+                    let name = item.get("name").and_then(Value::as_str).map(str::to_owned);
+                    items.insert(item.get("id")?.as_str()?.to_owned(), calls.len());
+                    calls.push((name, String::new()));
+                }
+            }
+            Some("response.function_call_arguments.delta") => {
+                let call = *items.get(event.get("item_id")?.as_str()?)?;
+                calls[call].1.push_str(event.get("delta")?.as_str()?);
+            }
+            _ => {}
+        }
+        Some(())
+    })?;
+    Some(invalid_of(validators, &calls))
 }
 
 /// An arguments text parsed (empty: `{}`), then validated against its

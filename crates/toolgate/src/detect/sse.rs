@@ -215,8 +215,11 @@ impl Framer {
     }
 
     fn dispatch(&mut self, out: &mut Vec<Event>) {
+        // The next event's bytes get room for as many as this one's: an
+        // event grown a line at a time would be moved at each doubling.
+        let room = self.raw.len();
         out.push(Event {
-            raw: std::mem::take(&mut self.raw),
+            raw: std::mem::replace(&mut self.raw, Vec::with_capacity(room)),
             name: self.name.take(),
             id: self.id.take(),
             data: self.data.take(),

@@ -40,7 +40,7 @@
 //! assert_eq!(found.calls[0].arguments.as_object().unwrap()["city"], "Paris");
 //! ```
 
-mod anthropic;
+pub(crate) mod anthropic;
 mod bedrock;
 mod calls;
 mod gemini;
@@ -411,17 +411,10 @@ impl Assembler {
         if trimmed.is_empty() {
             return;
         }
-        let limits = self.calls.limits();
-        if name.is_none_or(<[u8]>::is_empty) {
-            let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
-            if let Some(chunk) = crate::detect::fast::chunk::read(trimmed, max_depth) {
-                #[cfg(debug_assertions)]
-                same_chunk(trimmed, &chunk, limits);
-                self.calls.saw(Format::OpenAiChat);
-                self.decoders.openai_chat.apply(&chunk, &mut self.calls);
-                return;
-            }
+        if self.short_path(name, trimmed) {
+            return;
         }
+        let limits = self.calls.limits();
         if let Some(message) =
             limits::too_deep(trimmed.as_bytes(), limits, format_args!("stream event {n}"))
         {
@@ -453,6 +446,39 @@ impl Assembler {
             };
             self.calls.violation(code_of(&err), message);
         }
+    }
+
+    /// Read an event of a shape real streams send most, named `name`
+    /// (when the stream names it), on its format's short path, its text
+    /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic block delta
+    /// or stop or a ping ([`fast::block`]). `false` when it is none of
+    /// these, for the general reading.
+    ///
+    /// [`fast::chunk`]: crate::detect::fast::chunk
+    /// [`fast::block`]: crate::detect::fast::block
+    fn short_path(&mut self, name: Option<&[u8]>, text: &str) -> bool {
+        let limits = self.calls.limits();
+        let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
+        let unnamed = name.is_none_or(<[u8]>::is_empty);
+        if unnamed {
+            if let Some(chunk) = crate::detect::fast::chunk::read(text, max_depth) {
+                #[cfg(debug_assertions)]
+                same_chunk(text, &chunk, limits);
+                self.calls.saw(Format::OpenAiChat);
+                self.decoders.openai_chat.apply(&chunk, &mut self.calls);
+                return true;
+            }
+        }
+        if let Some((kind, light)) = crate::detect::fast::block::read(text, max_depth) {
+            if unnamed || name == Some(kind.as_bytes()) {
+                #[cfg(debug_assertions)]
+                same_light(text, kind, &light, limits);
+                self.calls.saw(Format::Anthropic);
+                self.decoders.anthropic.light(&light, &mut self.calls);
+                return true;
+            }
+        }
+        false
     }
 
     /// Route one event (its JSON text) to its decoder. The event is read
@@ -552,25 +578,61 @@ impl Assembler {
 /// call the Chat decoder does not read.
 #[cfg(debug_assertions)]
 pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limits: &Limits) {
+    let probe = general_probe(text, limits);
+    assert_eq!(probe.kind(), None, "{text}");
+    assert!(!probe.is_error(None), "{text}");
+    assert_eq!(probe.route(None), Route::OpenAiChat, "{text}");
+    let general = openai_chat::read(&probe).expect("serde reads the chunk");
+    assert_eq!(general.as_ref(), Some(chunk), "{text}");
+    clean_census(text, Route::OpenAiChat, None, limits);
+}
+
+/// Debug builds: an Anthropic event the short path read
+/// ([`fast::block`](crate::detect::fast::block)) is what the general
+/// reading reads: within the nesting bound, an Anthropic event of type
+/// `kind`, the same [`anthropic::Light`], and a census that finds no call
+/// the decoder does not read.
+#[cfg(debug_assertions)]
+pub(crate) fn same_light<'a>(
+    text: &'a str,
+    kind: &str,
+    light: &anthropic::Light<'a>,
+    limits: &Limits,
+) {
+    let probe = general_probe(text, limits);
+    assert_eq!(probe.kind().as_deref(), Some(kind), "{text}");
+    assert!(!probe.is_error(Some(kind)), "{text}");
+    let route = probe.route(Some(kind));
+    assert_eq!(route, Route::Anthropic, "{text}");
+    let general = anthropic::light(&probe, kind).expect("serde reads the event");
+    assert_eq!(general.as_ref(), Some(light), "{text}");
+    clean_census(text, route, Some(kind), limits);
+}
+
+/// Debug builds: `text` is within the nesting bound, and its probe as the
+/// general reading reads it.
+#[cfg(debug_assertions)]
+fn general_probe<'a>(text: &'a str, limits: &Limits) -> Probe<'a> {
     assert_eq!(
         limits::too_deep(text.as_bytes(), limits, ""),
         None,
         "{text}"
     );
     let mut de = serde_json::Deserializer::from_str(text);
-    let probe = Probe::deserialize(&mut de).expect("the short path read a chunk serde cannot");
-    de.end().expect("the short path read a chunk serde cannot");
-    let kind = probe.kind();
-    assert_eq!(kind, None, "{text}");
-    assert!(!probe.is_error(None), "{text}");
-    assert_eq!(probe.route(None), Route::OpenAiChat, "{text}");
-    let general = openai_chat::read(&probe).expect("serde reads the chunk");
-    assert_eq!(general.as_ref(), Some(chunk), "{text}");
+    let probe = Probe::deserialize(&mut de).expect("the short path read an event serde cannot");
+    de.end().expect("the short path read an event serde cannot");
+    probe
+}
+
+/// Debug builds: the census of `text` finds no call that `route`'s
+/// decoder does not read in an event of type `kind`.
+#[cfg(debug_assertions)]
+fn clean_census(text: &str, route: Route, kind: Option<&str>, limits: &Limits) {
     let (positions, malformed) =
-        crate::detect::document::census(text, limits).expect("the census reads the chunk");
+        crate::detect::document::census(text, limits).expect("the census reads the event");
     assert!(!malformed, "{text}");
     assert!(
-        positions.iter().all(|at| Route::OpenAiChat.reads(None, at)),
+        positions.iter().all(|at| route.reads(kind, at)),
         "{text}: {positions:?}"
     );
 }
