@@ -24,6 +24,8 @@
 //! ([`Event::unknown_field`]) and the assembler refuses it: nothing unread
 //! leaves.
 
+use std::ops::ControlFlow;
+
 /// One event of the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -42,6 +44,39 @@ pub struct Event {
     /// `event`, `id` or `retry` field (names compared as for those
     /// fields): WHATWG clients ignore it, so what it says was never read.
     pub unknown_field: bool,
+}
+
+/// One event of the stream as the framer holds it, borrowed until the next
+/// is read: what [`Event`] owns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventRef<'a> {
+    pub(crate) raw: &'a [u8],
+    pub(crate) name: Option<&'a [u8]>,
+    pub(crate) id: Option<&'a [u8]>,
+    pub(crate) data: Option<&'a [u8]>,
+    pub(crate) unknown_field: bool,
+}
+
+impl EventRef<'_> {
+    /// The event, owned.
+    pub(crate) fn to_event(self) -> Event {
+        Event {
+            raw: self.raw.to_vec(),
+            name: self.name.map(<[u8]>::to_vec),
+            id: self.id.map(<[u8]>::to_vec),
+            data: self.data.map(<[u8]>::to_vec),
+            unknown_field: self.unknown_field,
+        }
+    }
+}
+
+/// Where a field's value is in the event being read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Value {
+    /// `raw[range]`.
+    At(std::ops::Range<usize>),
+    /// Several `data` lines, joined in the framer's `joined`.
+    Joined,
 }
 
 /// An event grew past the bound given to [`Framer::new`].
@@ -84,9 +119,13 @@ pub struct Framer {
     has_lines: bool,
     /// The event being read has a line of no known field.
     unknown_field: bool,
-    name: Option<Vec<u8>>,
-    id: Option<Vec<u8>>,
-    data: Option<Vec<u8>>,
+    /// The event's fields, in `raw` (kept from one event to the next, as
+    /// `raw` and `joined` are, so that reading an event allocates nothing).
+    name: Option<std::ops::Range<usize>>,
+    id: Option<std::ops::Range<usize>>,
+    data: Option<Value>,
+    /// The `data` lines joined, when there are several.
+    joined: Vec<u8>,
 }
 
 impl Framer {
@@ -104,6 +143,7 @@ impl Framer {
             name: None,
             id: None,
             data: None,
+            joined: Vec::new(),
         }
     }
 
@@ -111,6 +151,31 @@ impl Framer {
     /// the framer is left as it was when the event crossed the bound and
     /// should not be used again.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
+        self.push_each(chunk, |event| {
+            out.push(event.to_event());
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// The stream ended: deliver the event being read, if any, even without
+    /// the blank line that should end it (its raw bytes too, when they are
+    /// only blank lines).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        self.finish_each(|event| {
+            out.push(event.to_event());
+            ControlFlow::Continue(())
+        });
+    }
+
+    /// [`Framer::push`], each whole event given to `each` as it is read,
+    /// borrowed: nothing is allocated for an event no larger than those
+    /// before it. When `each` breaks, the rest of the chunk is not read,
+    /// and the framer should not be used again.
+    pub(crate) fn push_each(
+        &mut self,
+        chunk: &[u8],
+        mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+    ) -> Result<(), TooLarge> {
         let mut rest = chunk;
         if self.after_cr && rest.first() == Some(&b'\n') {
             // The LF of a CRLF split across chunks: part of the line end
@@ -136,16 +201,16 @@ impl Framer {
             if rest[end] == b'\r' && terminator == 1 && end + 1 == rest.len() {
                 self.after_cr = true;
             }
-            self.line(line_end, out);
+            if self.line(line_end, &mut each).is_break() {
+                break;
+            }
             rest = &rest[end + terminator..];
         }
         Ok(())
     }
 
-    /// The stream ended: deliver the event being read, if any, even without
-    /// the blank line that should end it (its raw bytes too, when they are
-    /// only blank lines).
-    pub fn finish(&mut self, out: &mut Vec<Event>) {
+    /// [`Framer::finish`], the last event given to `each`.
+    pub(crate) fn finish_each(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) {
         let line_end = self.raw.len();
         if !self.raw[self.line_start..].iter().all(|&b| is_space(b)) {
             // A last line without a line end.
@@ -153,7 +218,8 @@ impl Framer {
         }
         self.after_cr = false;
         if !self.raw.is_empty() {
-            self.dispatch(out);
+            // Nothing comes after the last event.
+            let _ = self.dispatch(each);
         }
     }
 
@@ -167,8 +233,13 @@ impl Framer {
         Ok(())
     }
 
-    /// A line ended: `raw[line_start..line_end]` is its text.
-    fn line(&mut self, line_end: usize, out: &mut Vec<Event>) {
+    /// A line ended: `raw[line_start..line_end]` is its text. Breaks when
+    /// the event it ends is given to `each`, and `each` breaks.
+    fn line(
+        &mut self,
+        line_end: usize,
+        each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let blank = self.raw[self.line_start..line_end]
             .iter()
             .all(|&b| is_space(b));
@@ -176,13 +247,14 @@ impl Framer {
             self.at_start = false;
             self.line_start = self.raw.len();
             if self.has_lines {
-                self.dispatch(out);
+                return self.dispatch(each);
             }
             // Blank lines before an event are the start of its raw bytes.
-            return;
+            return ControlFlow::Continue(());
         }
         self.field(line_end);
         self.line_start = self.raw.len();
+        ControlFlow::Continue(())
     }
 
     /// Read one non-blank line as a field.
@@ -197,36 +269,54 @@ impl Framer {
         let Some(name) = name else {
             return; // a comment
         };
+        // Where the value is in `raw` (it ends the line).
+        let value = line_end - value.len()..line_end;
         if name.eq_ignore_ascii_case(b"data") {
-            match &mut self.data {
-                Some(data) => {
-                    data.push(b'\n');
-                    data.extend_from_slice(value);
+            match &self.data {
+                None => self.data = Some(Value::At(value)),
+                Some(Value::At(first)) => {
+                    self.joined.clear();
+                    self.joined.extend_from_slice(&self.raw[first.clone()]);
+                    self.joined.push(b'\n');
+                    self.joined.extend_from_slice(&self.raw[value]);
+                    self.data = Some(Value::Joined);
                 }
-                None => self.data = Some(value.to_vec()),
+                Some(Value::Joined) => {
+                    self.joined.push(b'\n');
+                    self.joined.extend_from_slice(&self.raw[value]);
+                }
             }
         } else if name.eq_ignore_ascii_case(b"event") {
-            self.name = Some(value.to_vec());
+            self.name = Some(value);
         } else if name.eq_ignore_ascii_case(b"id") {
-            self.id = Some(value.to_vec());
+            self.id = Some(value);
         } else if !is_field(name) {
             self.unknown_field = true;
         }
     }
 
-    fn dispatch(&mut self, out: &mut Vec<Event>) {
-        // The next event's bytes get room for as many as this one's: an
-        // event grown a line at a time would be moved at each doubling.
-        let room = self.raw.len();
-        out.push(Event {
-            raw: std::mem::replace(&mut self.raw, Vec::with_capacity(room)),
-            name: self.name.take(),
-            id: self.id.take(),
-            data: self.data.take(),
-            unknown_field: std::mem::take(&mut self.unknown_field),
+    /// The event is whole: give it to `each`, then read the next one into
+    /// the same buffers.
+    fn dispatch(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) -> ControlFlow<()> {
+        let raw = &self.raw;
+        let flow = each(EventRef {
+            raw,
+            name: self.name.clone().map(|at| &raw[at]),
+            id: self.id.clone().map(|at| &raw[at]),
+            data: self.data.as_ref().map(|data| match data {
+                Value::At(at) => &raw[at.clone()],
+                Value::Joined => &self.joined[..],
+            }),
+            unknown_field: self.unknown_field,
         });
+        self.raw.clear();
+        self.name = None;
+        self.id = None;
+        self.data = None;
+        self.unknown_field = false;
         self.line_start = 0;
         self.has_lines = false;
+        flow
     }
 }
 

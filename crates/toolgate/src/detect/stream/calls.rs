@@ -523,14 +523,21 @@ impl Calls {
 
     /// The events for one frame of the stream: the frame, then what it told
     /// about calls.
-    pub(crate) fn frame(&mut self, raw: Vec<u8>, out: &mut Vec<StreamEvent>) {
+    pub(crate) fn frame(&mut self, raw: &[u8], out: &mut Vec<StreamEvent>) {
+        if !self.emit {
+            self.touched.clear();
+            self.hold = false;
+            return;
+        }
         let mut calls = std::mem::take(&mut self.touched);
         calls.sort_unstable();
         let hold = std::mem::take(&mut self.hold) || !calls.is_empty();
-        if self.emit {
-            out.push(StreamEvent::Frame { raw, calls, hold });
-            out.append(&mut self.events);
-        }
+        out.push(StreamEvent::Frame {
+            raw: raw.to_vec(),
+            calls,
+            hold,
+        });
+        out.append(&mut self.events);
     }
 
     /// What happened outside any frame (at the end of the stream).

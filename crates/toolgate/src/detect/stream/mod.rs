@@ -52,14 +52,16 @@ mod sequence;
 mod vercel;
 mod whole;
 
+use std::ops::ControlFlow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use self::calls::Calls;
 use self::probe::{Probe, Route};
-use self::sequence::{Document, Splitter};
+use self::sequence::Splitter;
 use crate::detect::limits::{self, Limits};
-use crate::detect::sse::{self, Event, TooLarge};
+use crate::detect::sse::{self, EventRef, TooLarge};
 use crate::detect::{code_of, json_error_message, Detection};
 use crate::model::{Format, Framing};
 use crate::verdict::ViolationCode;
@@ -106,16 +108,22 @@ pub enum StreamEvent {
 pub struct Assembler {
     framing: Framing,
     split: Split,
-    calls: Calls,
-    decoders: Decoders,
+    reader: Reader,
     /// Bytes received.
     received: usize,
-    /// Events read so far (with data, or a line of no known field), for
-    /// messages.
-    events: usize,
     /// Whether the input is still read.
     reading: Reading,
     closed: bool,
+}
+
+/// What reads the events the assembler frames, one at a time.
+#[derive(Debug)]
+struct Reader {
+    calls: Calls,
+    decoders: Decoders,
+    /// Events read so far (with data, or a line of no known field), for
+    /// messages.
+    events: usize,
     /// The event being read has the shape of the stream's own error.
     error_event: bool,
 }
@@ -139,27 +147,41 @@ enum Split {
 }
 
 impl Split {
-    /// Whole events of one more chunk, appended to `out`.
-    fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
+    /// Each whole event of one more chunk, to `each`, until it breaks
+    /// (the rest of the chunk is then not read; see
+    /// [`Framer::push_each`](sse::Framer::push_each)).
+    fn push(
+        &mut self,
+        chunk: &[u8],
+        mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+    ) -> Result<(), TooLarge> {
         match self {
-            Split::Sse(framer) => framer.push(chunk, out),
+            Split::Sse(framer) => framer.push_each(chunk, each),
             Split::Sequence(splitter) => {
                 let mut documents = Vec::new();
                 let status = splitter.push(chunk, &mut documents);
-                out.extend(documents.into_iter().map(Document::into_event));
+                for document in &documents {
+                    if each(document.as_event()).is_break() {
+                        break;
+                    }
+                }
                 status
             }
         }
     }
 
-    /// What is left when the stream ends.
-    fn finish(&mut self, out: &mut Vec<Event>) {
+    /// What is left when the stream ends, to `each`.
+    fn finish(&mut self, mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>) {
         match self {
-            Split::Sse(framer) => framer.finish(out),
+            Split::Sse(framer) => framer.finish_each(each),
             Split::Sequence(splitter) => {
                 let mut documents = Vec::new();
                 splitter.finish(&mut documents);
-                out.extend(documents.into_iter().map(Document::into_event));
+                for document in &documents {
+                    if each(document.as_event()).is_break() {
+                        break;
+                    }
+                }
             }
         }
     }
@@ -197,13 +219,15 @@ impl Assembler {
         Assembler {
             framing,
             split,
-            calls: Calls::new(limits, emit),
-            decoders: Decoders::default(),
+            reader: Reader {
+                calls: Calls::new(limits, emit),
+                decoders: Decoders::default(),
+                events: 0,
+                error_event: false,
+            },
             received: 0,
-            events: 0,
             reading: Reading::On,
             closed: false,
-            error_event: false,
         }
     }
 
@@ -218,18 +242,18 @@ impl Assembler {
             return out;
         }
         self.received = self.received.saturating_add(chunk.len());
-        let max = self.calls.limits().max_payload_bytes;
+        let max = self.reader.calls.limits().max_payload_bytes;
         if self.received > max {
             self.stop(format!(
                 "the stream is more than max_payload_bytes ({max}) bytes"
             ));
             return out;
         }
-        let mut events = Vec::new();
-        let status = self.split.push(chunk, &mut events);
-        for event in events {
-            self.event(event, &mut out);
-        }
+        let reader = &mut self.reader;
+        let status = self.split.push(chunk, |event| {
+            reader.event(event, &mut out);
+            ControlFlow::Continue(())
+        });
         if let Err(TooLarge { max_event_bytes }) = status {
             self.stop(format!(
                 "a stream event is larger than {max_event_bytes} bytes (max_argument_bytes plus {EVENT_ENVELOPE_BYTES} for its envelope)"
@@ -261,22 +285,27 @@ impl Assembler {
         if self.reading != Reading::On || self.closed {
             return out;
         }
-        let max = self.calls.limits().max_payload_bytes;
+        let max = self.reader.calls.limits().max_payload_bytes;
         let room = max.saturating_sub(self.received);
         let (within, past) = chunk.split_at(chunk.len().min(room));
         self.received = self.received.saturating_add(within.len());
-        let mut events = Vec::new();
-        let status = self.split.push(within, &mut events);
-        for event in events {
+        let reader = &mut self.reader;
+        let mut refused = false;
+        let status = self.split.push(within, |event| {
             let from = out.len();
-            self.event(event, &mut out);
-            let refused = out[from..].iter().any(
+            reader.event(event, &mut out);
+            refused = out[from..].iter().any(
                 |reported| matches!(reported, StreamEvent::CallNamed { name, .. } if refuse(name)),
             );
             if refused {
-                self.reading = Reading::Halted;
-                return out;
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
             }
+        });
+        if refused {
+            self.reading = Reading::Halted;
+            return out;
         }
         if let Err(TooLarge { max_event_bytes }) = status {
             self.stop(format!(
@@ -309,20 +338,21 @@ impl Assembler {
             return out;
         }
         self.closed = true;
+        let reader = &mut self.reader;
         if self.reading == Reading::On {
-            let mut events = Vec::new();
-            self.split.finish(&mut events);
-            for event in events {
-                self.event(event, &mut out);
-            }
+            self.split.finish(|event| {
+                reader.event(event, &mut out);
+                ControlFlow::Continue(())
+            });
         }
-        let cx = &mut self.calls;
-        self.decoders.openai_chat.close(cx);
-        self.decoders.openai_responses.close(cx);
-        self.decoders.anthropic.close(cx);
-        self.decoders.gemini.close(cx);
-        self.decoders.vercel.close(cx);
-        self.decoders.bedrock.close(cx);
+        let cx = &mut reader.calls;
+        let decoders = &mut reader.decoders;
+        decoders.openai_chat.close(cx);
+        decoders.openai_responses.close(cx);
+        decoders.anthropic.close(cx);
+        decoders.gemini.close(cx);
+        decoders.vercel.close(cx);
+        decoders.bedrock.close(cx);
         cx.drain(&mut out);
         out
     }
@@ -335,7 +365,7 @@ impl Assembler {
     /// that ends before this was cut off: a gateway releases nothing of it.
     #[must_use]
     pub fn ended(&self) -> bool {
-        self.calls.ended()
+        self.reader.calls.ended()
     }
 
     /// Whether the stream ended with its own error, one that concerns no
@@ -343,7 +373,7 @@ impl Assembler {
     /// failure, not a cut, to pass on as such.
     #[must_use]
     pub fn errored(&self) -> bool {
-        self.calls.errored()
+        self.reader.calls.errored()
     }
 
     /// Whether something is already wrong with the stream as a whole (a
@@ -351,7 +381,7 @@ impl Assembler {
     /// gateway may stop reading.
     #[must_use]
     pub fn has_violation(&self) -> bool {
-        self.calls.has_violation()
+        self.reader.calls.has_violation()
     }
 
     /// Everything the stream held, after [`Assembler::close`] (called here
@@ -359,24 +389,28 @@ impl Assembler {
     #[must_use]
     pub fn finish(mut self) -> Detection {
         self.close();
-        if !self.calls.recognised() && !self.calls.has_violation() {
-            self.calls.violation(
+        let calls = &mut self.reader.calls;
+        if !calls.recognised() && !calls.has_violation() {
+            calls.violation(
                 ViolationCode::MalformedPayload,
                 "the stream holds no event of a tool-call format toolgate knows".to_owned(),
             );
         }
-        self.calls.finish(self.framing)
+        self.reader.calls.finish(self.framing)
     }
 
     /// A bound was crossed: report it and read no more.
     fn stop(&mut self, message: String) {
         self.reading = Reading::Stopped;
-        self.calls
+        self.reader
+            .calls
             .violation(ViolationCode::InputLimitExceeded, message);
     }
+}
 
+impl Reader {
     /// One framed event: read its data, then report the frame.
-    fn event(&mut self, event: Event, out: &mut Vec<StreamEvent>) {
+    fn event(&mut self, event: EventRef<'_>, out: &mut Vec<StreamEvent>) {
         let mark = self.calls.mark();
         self.error_event = false;
         if event.data.is_some() || event.unknown_field {
@@ -390,8 +424,8 @@ impl Assembler {
                 self.events
             ));
         }
-        if let Some(data) = &event.data {
-            self.data(event.name.as_deref(), data);
+        if let Some(data) = event.data {
+            self.data(event.name, data);
         }
         let upstream_error = self.error_event && self.calls.quiet_since(mark);
         self.calls.frame(event.raw, out);

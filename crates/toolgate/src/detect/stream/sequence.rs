@@ -6,7 +6,7 @@
 //! byte received belongs to exactly one [`Document`]'s `raw` bytes, and a
 //! document larger than the bound is an error, never unbounded buffering.
 
-use crate::detect::sse::{Event, TooLarge};
+use crate::detect::sse::{EventRef, TooLarge};
 
 /// One document, with the whitespace before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,13 +24,12 @@ impl Document {
     }
 
     /// As an event: its raw bytes, and the document as its data.
-    pub(crate) fn into_event(self) -> Event {
-        let data = self.text().map(<[u8]>::to_vec);
-        Event {
-            raw: self.raw,
+    pub(crate) fn as_event(&self) -> EventRef<'_> {
+        EventRef {
+            raw: &self.raw,
             name: None,
             id: None,
-            data,
+            data: self.text(),
             unknown_field: false,
         }
     }
