@@ -46,7 +46,7 @@ mod calls;
 mod gemini;
 mod json_path;
 pub(crate) mod openai_chat;
-mod openai_responses;
+pub(crate) mod openai_responses;
 mod probe;
 mod sequence;
 mod vercel;
@@ -484,12 +484,14 @@ impl Reader {
 
     /// Read an event of a shape real streams send most, named `name`
     /// (when the stream names it), on its format's short path, its text
-    /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic block delta
-    /// or stop or a ping ([`fast::block`]). `false` when it is none of
-    /// these, for the general reading.
+    /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic event
+    /// ([`fast::block`]), a Responses arguments delta or start
+    /// ([`fast::item`]). `false` when it is none of these, for the general
+    /// reading.
     ///
     /// [`fast::chunk`]: crate::detect::fast::chunk
     /// [`fast::block`]: crate::detect::fast::block
+    /// [`fast::item`]: crate::detect::fast::item
     fn short_path(&mut self, name: Option<&[u8]>, text: &str) -> bool {
         let limits = self.calls.limits();
         let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
@@ -509,6 +511,17 @@ impl Reader {
                 same_light(text, kind, &light, limits);
                 self.calls.saw(Format::Anthropic);
                 self.decoders.anthropic.light(&light, &mut self.calls);
+                return true;
+            }
+        }
+        if let Some((kind, light)) = crate::detect::fast::item::read(text, max_depth) {
+            if unnamed || name == Some(kind.as_bytes()) {
+                #[cfg(debug_assertions)]
+                same_item(text, kind, &light, limits);
+                self.calls.saw(Format::OpenAiResponses);
+                self.decoders
+                    .openai_responses
+                    .light(&light, &mut self.calls);
                 return true;
             }
         }
@@ -639,6 +652,28 @@ pub(crate) fn same_light<'a>(
     let route = probe.route(Some(kind));
     assert_eq!(route, Route::Anthropic, "{text}");
     let general = anthropic::light(&probe, kind).expect("serde reads the event");
+    assert_eq!(general.as_ref(), Some(light), "{text}");
+    clean_census(text, route, Some(kind), limits);
+}
+
+/// Debug builds: a Responses event the short path read
+/// ([`fast::item`](crate::detect::fast::item)) is what the general
+/// reading reads: within the nesting bound, a Responses event of type
+/// `kind`, the same [`openai_responses::Light`], and a census that finds
+/// no call the decoder does not read.
+#[cfg(debug_assertions)]
+pub(crate) fn same_item<'a>(
+    text: &'a str,
+    kind: &str,
+    light: &openai_responses::Light<'a>,
+    limits: &Limits,
+) {
+    let probe = general_probe(text, limits);
+    assert_eq!(probe.kind().as_deref(), Some(kind), "{text}");
+    assert!(!probe.is_error(Some(kind)), "{text}");
+    let route = probe.route(Some(kind));
+    assert_eq!(route, Route::OpenAiResponses, "{text}");
+    let general = openai_responses::light(&probe, kind).expect("serde reads the event");
     assert_eq!(general.as_ref(), Some(light), "{text}");
     clean_census(text, route, Some(kind), limits);
 }

@@ -50,24 +50,90 @@ pub(crate) struct Decoder {
 
 type Result<T = ()> = std::result::Result<T, serde_json::Error>;
 
+/// The events that make up most of a stream and say the least: an
+/// arguments delta, and the response's own start. Read by serde here
+/// ([`light`]), or by the short path
+/// ([`fast::item`](crate::detect::fast::item)), applied the same way
+/// ([`Decoder::light`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Light<'a> {
+    /// A call's arguments delta: the call's item id and output index,
+    /// and the fragment (empty for `null` or none).
+    Delta {
+        item_id: Option<Cow<'a, str>>,
+        output_index: Option<u64>,
+        delta: Cow<'a, str>,
+    },
+    /// `response.created`, `.in_progress`, `.queued`: nothing about calls.
+    Quiet,
+}
+
+/// Whether events of type `kind` are [`Light`] ones.
+pub(crate) fn is_light(kind: &str) -> bool {
+    is_delta(kind)
+        || matches!(
+            kind,
+            "response.created" | "response.in_progress" | "response.queued"
+        )
+}
+
+/// Whether events of type `kind` carry a call's arguments delta.
+fn is_delta(kind: &str) -> bool {
+    matches!(
+        kind,
+        "response.function_call_arguments.delta"
+            | "response.custom_tool_call_input.delta"
+            | "response.mcp_call_arguments.delta"
+    )
+}
+
+/// What an event of type `kind` says, read by serde, when it is a
+/// [`Light`] one; `None` for the others.
+pub(crate) fn light<'a>(p: &Probe<'a>, kind: &str) -> Result<Option<Light<'a>>> {
+    if !is_light(kind) {
+        return Ok(None);
+    }
+    let item_id = opt_string(p.item_id)?;
+    let output_index = opt_index(p.output_index)?;
+    if !is_delta(kind) {
+        return Ok(Some(Light::Quiet));
+    }
+    let delta = opt_string(p.delta)?.unwrap_or_default();
+    Ok(Some(Light::Delta {
+        item_id,
+        output_index,
+        delta,
+    }))
+}
+
 impl Decoder {
+    /// Apply what a [`Light`] event says.
+    pub(crate) fn light(&mut self, event: &Light<'_>, cx: &mut Calls) {
+        if let Light::Delta {
+            item_id,
+            output_index,
+            delta,
+        } = event
+        {
+            match self.lookup(item_id.as_deref(), *output_index, cx) {
+                Some(call) => cx.append(call, delta),
+                None => cx.orphan(),
+            }
+        }
+    }
+
     pub(crate) fn event(&mut self, p: &Probe<'_>, kind: &str, cx: &mut Calls) -> Result {
         cx.saw(Format::OpenAiResponses);
+        if let Some(light) = light(p, kind)? {
+            self.light(&light, cx);
+            return Ok(());
+        }
         let item_id = opt_string(p.item_id)?;
         let output_index = opt_index(p.output_index)?;
         match kind {
             "response.output_item.added" => {
                 if let Some(item) = p.item {
                     self.added(item, output_index, cx)?;
-                }
-            }
-            "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta"
-            | "response.mcp_call_arguments.delta" => {
-                let delta = opt_string(p.delta)?;
-                match self.lookup(item_id.as_deref(), output_index, cx) {
-                    Some(call) => cx.append(call, delta.as_deref().unwrap_or_default()),
-                    None => cx.orphan(),
                 }
             }
             "response.function_call_arguments.done"
