@@ -35,7 +35,7 @@
 use std::borrow::Cow;
 
 use super::{Field, Scan, Take, Value};
-use crate::detect::stream::openai_responses::{is_light, Light};
+use crate::detect::stream::openai_responses::{is_delta, is_light, Light};
 
 /// The keys of no table an event's root may hold: those its probe reads,
 /// and those OpenAI sends beside them.
@@ -83,7 +83,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
     if !is_light(kind) {
         return None;
     }
-    let light = if kind.ends_with(".delta") {
+    let light = if is_delta(kind) {
         if response {
             return None;
         }

@@ -78,7 +78,7 @@ pub(crate) fn is_light(kind: &str) -> bool {
 }
 
 /// Whether events of type `kind` carry a call's arguments delta.
-fn is_delta(kind: &str) -> bool {
+pub(crate) fn is_delta(kind: &str) -> bool {
     matches!(
         kind,
         "response.function_call_arguments.delta"
