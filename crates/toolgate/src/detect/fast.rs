@@ -221,6 +221,9 @@ enum Key {
     Variant,
     /// Any other key (a stream decoder's keys among them): skipped.
     Other,
+    /// The key of the caller's list (see [`Scan::entries`]) at this place
+    /// in it, as written there: no key of the table.
+    Own(u8),
 }
 
 /// What `key` is (a key as written, unescaped: so it holds no NUL): the
@@ -367,7 +370,7 @@ impl<'a> Scan<'a> {
         // Made at the first key of the table: an object with none takes no
         // memory of its own.
         let mut made: Option<Held<'a>> = None;
-        self.entries(|scan, key, _| {
+        self.entries(&[], |scan, key, _| {
             let field = match key {
                 Key::Field(field) => field,
                 Key::Rare(row) => {
@@ -379,7 +382,7 @@ impl<'a> Scan<'a> {
                     // A key given twice is refused, as serde does.
                     return add_rare(&mut obj.rare_keys, row, raw).then_some(());
                 }
-                Key::Other => return scan.skip(),
+                Key::Other | Key::Own(_) => return scan.skip(),
                 // Another spelling of a key is the reference reader's to
                 // refuse.
                 Key::Variant => return None,
@@ -397,7 +400,7 @@ impl<'a> Scan<'a> {
 
     /// The entries of the object at the cursor (at its brace): `entry`
     /// reads each entry's value (its colon read), told what its key is
-    /// and how it is written. A
+    /// and how it is written; a key of `own` is [`Key::Own`]. A
     /// key of the table given twice is refused, as serde does, and an
     /// escaped key is the reference reader's.
     // Inlined into each reader of objects: the key's reading is the
@@ -406,6 +409,7 @@ impl<'a> Scan<'a> {
     #[inline(always)]
     fn entries(
         &mut self,
+        own: &[&str],
         mut entry: impl FnMut(&mut Self, Key, &'a str) -> Option<()>,
     ) -> Option<()> {
         self.open()?;
@@ -418,7 +422,12 @@ impl<'a> Scan<'a> {
             }
             scan.eat(b':')?;
             let text = key;
-            let key = look_up(key);
+            // A short path's own keys are known as written, with no
+            // lookup (none is a key of the table, nor another spelling).
+            let key = match own.iter().position(|own| *own == key) {
+                Some(at) => Key::Own(u8::try_from(at).ok()?),
+                None => look_up(key),
+            };
             if let Key::Field(field) = key {
                 let bit = 1u128 << field as u8;
                 if seen & bit != 0 {

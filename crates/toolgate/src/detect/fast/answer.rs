@@ -192,12 +192,12 @@ impl<'a> Scan<'a> {
     /// it does not name only when `null` (`_ => scan.null()`), which both
     /// general readers read as no key at all.
     fn fields(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
-        self.entries(|scan, key, _| match key {
+        self.entries(&[], |scan, key, _| match key {
             Key::Field(field) => {
                 scan.space();
                 entry(scan, field)
             }
-            Key::Other => scan.skip(),
+            Key::Other | Key::Own(_) => scan.skip(),
             Key::Rare(_) | Key::Variant => None,
         })
     }

@@ -43,7 +43,7 @@ use crate::model::CallKind;
 
 /// The keys of no table an event's root may hold: the index of a block,
 /// its start's block, a message's usage, what Bedrock adds to the last.
-const ROOT_KEYS: [&str; 4] = [
+pub(super) const ROOT_KEYS: [&str; 4] = [
     "index",
     "content_block",
     "usage",

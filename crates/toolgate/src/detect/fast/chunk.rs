@@ -75,7 +75,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
         return None;
     }
     let mut chunk = None;
-    scan.entries(|scan, key, written| match key {
+    scan.entries(&ROOT_KEYS, |scan, key, _| match key {
         Key::Field(field) => {
             scan.space();
             match field {
@@ -91,7 +91,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
                 _ => scan.null(),
             }
         }
-        Key::Other if ROOT_KEYS.contains(&written) => scan.skip(),
+        Key::Own(_) => scan.skip(),
         Key::Other | Key::Rare(_) | Key::Variant => None,
     })?;
     if !scan.at_end() {
@@ -114,23 +114,20 @@ impl<'a> Scan<'a> {
         mut entry: impl FnMut(&mut Self, Result<Field, usize>) -> Option<()>,
     ) -> Option<()> {
         let mut seen = 0u8;
-        self.entries(|scan, key, written| {
+        self.entries(own, |scan, key, _| {
             scan.space();
             match key {
                 Key::Field(field) => entry(scan, Ok(field)),
-                Key::Other | Key::Rare(_) => match own.iter().position(|k| *k == written) {
-                    Some(at) => {
-                        let bit = 1 << at;
-                        if seen & bit != 0 {
-                            return None;
-                        }
-                        seen |= bit;
-                        entry(scan, Err(at))
+                Key::Own(at) => {
+                    let bit = 1 << at;
+                    if seen & bit != 0 {
+                        return None;
                     }
-                    None if strict || key != Key::Other => None,
-                    None => scan.skip(),
-                },
-                Key::Variant => None,
+                    seen |= bit;
+                    entry(scan, Err(usize::from(at)))
+                }
+                Key::Other if !strict => scan.skip(),
+                Key::Other | Key::Rare(_) | Key::Variant => None,
             }
         })
     }
@@ -453,6 +450,28 @@ pub(super) mod tests {
             }
         }
         assert!(taken > 2_000, "{taken} taken");
+    }
+
+    /// The keys the short paths know as written ([`Key::Own`]) are none
+    /// of the table's, nor another spelling of one: what the lookup they
+    /// skip would have said.
+    ///
+    /// [`Key::Own`]: crate::detect::fast::Key::Own
+    #[test]
+    fn own_keys_are_no_keys_of_the_table() {
+        use crate::detect::fast::{look_up, Key};
+        let own = super::ROOT_KEYS
+            .iter()
+            .chain(&crate::detect::fast::block::ROOT_KEYS)
+            .chain(&crate::detect::fast::item::ROOT_KEYS)
+            .chain(&["index", "finish_reason", "partial_json"]);
+        for key in own {
+            assert!(
+                matches!(look_up(key), Key::Other | Key::Rare(_)),
+                "{key}: {:?}",
+                look_up(key)
+            );
+        }
     }
 
     /// The chunks real streams send take the short path: every event of

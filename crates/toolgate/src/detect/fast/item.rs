@@ -39,7 +39,7 @@ use crate::detect::stream::openai_responses::{is_delta, is_light, Light};
 
 /// The keys of no table an event's root may hold: those its probe reads,
 /// and those OpenAI sends beside them.
-const ROOT_KEYS: [&str; 5] = [
+pub(super) const ROOT_KEYS: [&str; 5] = [
     "item_id",
     "output_index",
     "sequence_number",
