@@ -338,6 +338,61 @@ def responses_sse(i, v, calls, extra, tools):
     return sse(events)
 
 
+def gemini(i, v, calls, extra):
+    """The same calls as one Gemini `generateContent` answer, as a line: a
+    `text` part (four times in five), then one `functionCall` part a call
+    whose `args` is the arguments object as written (a string when the
+    text is no JSON object, as for `message`). The random draws are those
+    of `message`."""
+    return _object_calls(i, v, calls, extra, "gemini")
+
+
+def bedrock(i, v, calls, extra):
+    """The same calls as one Bedrock Converse answer, as a line: a `text`
+    block (four times in five), then one `toolUse` block a call whose
+    `input` is the arguments object as written (a string when the text is
+    no JSON object). The random draws are those of `message`."""
+    return _object_calls(i, v, calls, extra, "bedrock")
+
+
+def _object_calls(i, v, calls, extra, wire):
+    """`gemini` or `bedrock`: the calls' arguments sent as objects."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    resp_id = v.alnum(29)
+    v.pick(CLAUDE_MODELS)  # the same draw as the OpenAI model
+    v.alnum(10, "0123456789abcdef")  # the system fingerprint OpenAI sends
+    opener = extra.choice(OPENERS) if extra.random() < 0.8 else None
+    inputs = [input_text(text) for _, _, text in calls]
+    if wire == "gemini":
+        parts = ([{"text": opener}] if opener else []) + [
+            {"functionCall": {"name": name, "args": f"\x00input{k}\x00"}}
+            for k, (_, name, _) in enumerate(calls)]
+        body = {
+            "candidates": [{"content": {"parts": parts, "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": completion,
+                              "totalTokenCount": prompt + completion},
+            "modelVersion": "gemini-2.5-flash",
+            "responseId": resp_id[:22],
+        }
+    else:
+        content = ([{"text": opener}] if opener else []) + [
+            {"toolUse": {"toolUseId": "tooluse_" + cid[:22], "name": name, "input": f"\x00input{k}\x00"}}
+            for k, (cid, name, _) in enumerate(calls)]
+        body = {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use",
+            "usage": {"inputTokens": prompt, "outputTokens": completion,
+                      "totalTokens": prompt + completion},
+            "metrics": {"latencyMs": extra.randint(400, 4000)},
+        }
+    line = compact(body)
+    for k, raw in enumerate(inputs):
+        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
+    return line
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -396,7 +451,7 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    wire = "openai"  # or "anthropic", "responses", "chat_sse", "messages_sse", "responses_sse"
+    wire = "openai"  # or "anthropic", "responses", "gemini", "bedrock", "chat_sse", "messages_sse", "responses_sse"
     tools = []  # (name, description, parameters)
     tool_weights = None
     call_counts, call_weights = [1], [1]
@@ -505,6 +560,10 @@ class Shape:
             return message(i, v, calls, extra), len(calls), record
         if self.wire == "responses":
             return response(i, v, calls, extra, self.tools), len(calls), record
+        if self.wire == "gemini":
+            return gemini(i, v, calls, extra), len(calls), record
+        if self.wire == "bedrock":
+            return bedrock(i, v, calls, extra), len(calls), record
         if self.wire == "chat_sse":
             return chat_sse(i, v, calls, extra), len(calls), record
         if self.wire == "messages_sse":

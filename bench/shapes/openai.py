@@ -323,6 +323,20 @@ class Responses(OpenAI):
     wire = "responses"
 
 
+class Gemini(OpenAI):
+    """The same calls as Gemini `generateContent` answers: payload i holds
+    the calls and the defect of payload i of `openai`."""
+    name = "gemini"
+    wire = "gemini"
+
+
+class Bedrock(OpenAI):
+    """The same calls as Bedrock Converse answers: payload i holds the
+    calls and the defect of payload i of `openai`."""
+    name = "bedrock"
+    wire = "bedrock"
+
+
 class ChatSse(OpenAI):
     """The same calls as streamed OpenAI Chat Completions answers: payload
     i holds the calls and the defect of payload i of `openai`, in chunks."""

@@ -1,5 +1,5 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
-//! --shape`: `openai`, `anthropic`, `responses`, `chat-sse`,
+//! --shape`: `openai`, `anthropic`, `responses`, `gemini`, `bedrock`, `chat-sse`,
 //! `messages-sse`, `responses-sse`, `small`, `large`, `deep`, `formats`), from bytes to verdict with the compiled
 //! policy, beside the naive pipeline users write for that wire format: a
 //! `serde_json::Value` of the body (of each event's data, for a stream,
@@ -80,10 +80,12 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 10] = [
+const SHAPES: [&str; 12] = [
     "openai",
     "anthropic",
     "responses",
+    "gemini",
+    "bedrock",
     "chat-sse",
     "messages-sse",
     "responses-sse",

@@ -129,6 +129,10 @@ enum Wire {
     ChatCompletions,
     Messages,
     Responses,
+    /// Gemini `generateContent` answers.
+    Gemini,
+    /// Bedrock Converse answers.
+    Bedrock,
     /// Chat Completions chunks in a `text/event-stream` body.
     ChatStream,
     /// Anthropic Messages stream events.
@@ -153,6 +157,8 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         wire: match workload.shape.as_str() {
             "anthropic" => Wire::Messages,
             "responses" => Wire::Responses,
+            "gemini" => Wire::Gemini,
+            "bedrock" => Wire::Bedrock,
             "chat-sse" => Wire::ChatStream,
             "messages-sse" => Wire::MessagesStream,
             "responses-sse" => Wire::ResponsesStream,
@@ -171,15 +177,73 @@ pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
         Wire::ChatStream => return naive_chat_stream(validators, body),
         Wire::MessagesStream => return naive_messages_stream(validators, body),
         Wire::ResponsesStream => return naive_responses_stream(validators, body),
-        Wire::ChatCompletions | Wire::Messages | Wire::Responses => {
+        Wire::ChatCompletions | Wire::Messages | Wire::Responses | Wire::Gemini | Wire::Bedrock => {
             serde_json::from_slice(body).ok()?
         }
     };
     match naive.wire {
         Wire::Messages => naive_anthropic(validators, &body),
         Wire::Responses => naive_responses(validators, &body),
+        Wire::Gemini => naive_gemini(validators, &body),
+        Wire::Bedrock => naive_bedrock(validators, &body),
         _ => naive_openai(validators, &body),
     }
+}
+
+/// An arguments object, already a value, validated as it is; false for
+/// an unknown tool, or arguments that are no object (a string).
+fn naive_object(
+    validators: &HashMap<String, jsonschema::Validator>,
+    name: Option<&str>,
+    arguments: Option<&Value>,
+) -> bool {
+    match (name.and_then(|name| validators.get(name)), arguments) {
+        (Some(validator), Some(arguments)) if arguments.is_object() => {
+            validator.is_valid(arguments)
+        }
+        _ => false,
+    }
+}
+
+/// Gemini: each `functionCall` part's `args` validated as it is.
+fn naive_gemini(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    for candidate in body.get("candidates")?.as_array()? {
+        let parts = candidate
+            .get("content")
+            .and_then(|content| content.get("parts"))
+            .and_then(Value::as_array);
+        for call in parts
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.get("functionCall"))
+        {
+            let name = call.get("name").and_then(Value::as_str);
+            invalid += usize::from(!naive_object(validators, name, call.get("args")));
+        }
+    }
+    Some(invalid)
+}
+
+/// Bedrock Converse: each `toolUse` block's `input` validated as it is.
+fn naive_bedrock(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    let content = body
+        .get("output")?
+        .get("message")?
+        .get("content")?
+        .as_array()?;
+    for call in content.iter().filter_map(|block| block.get("toolUse")) {
+        let name = call.get("name").and_then(Value::as_str);
+        invalid += usize::from(!naive_object(validators, name, call.get("input")));
+    }
+    Some(invalid)
 }
 
 /// Each `data:` line of an event stream's body (but `[DONE]`) as a
