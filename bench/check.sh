@@ -14,7 +14,8 @@
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
 # 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all),
 # chat-sse, 2,000 (25 KB each, 51 MB), and responses-sse, 2,000 (43 KB
-# each, 87 MB);
+# each, 87 MB; the `-sse` shapes' lines are event-stream bodies as JSON
+# strings);
 # written again when bench/workload.py or bench/shapes/ is newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,6 +13,18 @@ Shapes (bench/shapes/):
   responses  the same calls as OpenAI Responses API responses:
              `function_call` items after a `reasoning` one (half the
              time), the request's tools echoed with their schemas
+  gemini     the same calls as Gemini `generateContent` answers:
+             `functionCall` parts whose `args` is the arguments object
+  bedrock    the same calls as Bedrock Converse answers: `toolUse`
+             blocks whose `input` is the arguments object
+  chat-sse   the same calls streamed as Chat Completions chunks, the
+             arguments in fragments of 1 to 8 characters (payloads.jsonl
+             holds each `text/event-stream` body as a JSON string)
+  messages-sse  the same calls streamed as Anthropic Messages events,
+             `input_json_delta` fragments of 2 to 24 characters
+  responses-sse the same calls streamed as OpenAI Responses events,
+             arguments deltas of 1 to 8 characters, the response's
+             start and end echoing the tools
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)
