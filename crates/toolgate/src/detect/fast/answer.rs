@@ -1,7 +1,8 @@
 //! A model's answer read on a short path: an OpenAI Chat Completions
-//! response or an Anthropic Messages response whose objects hold only the
-//! keys such an answer holds, read straight into its calls, with no view
-//! of any object and no walk of the position table.
+//! response, an Anthropic Messages response, a Gemini `generateContent`
+//! answer or a Bedrock Converse answer whose objects hold only the keys
+//! such an answer holds, read straight into its calls, with no view of
+//! any object and no walk of the position table.
 //!
 //! The general readers build a view of every object that holds a key of
 //! the table ([`Obj`](crate::detect::node::Obj), about 1 KiB) and then
@@ -33,7 +34,19 @@
 //!  "content": null | a string | [{"type": "text"}
 //!                                | {"type": "tool_use", "id": null | a string,
 //!                                   "name": a string, "input": any but a list}]}
+//!
+//! {"candidates": [{"content": {"role": "model",
+//!                              "parts": [{} | {"functionCall": {"id": null | a string,
+//!                                                               "name": a string,
+//!                                                               "args": any}}]}}]}
+//!
+//! {"output": {"message": {"role": "assistant",
+//!                         "content": [{} | {"toolUse": {"toolUseId": a string,
+//!                                                       "name": a string,
+//!                                                       "input": any but a list}}]}}}
 //! ```
+//! (At most 16 candidates, parts or Converse blocks; a Converse answer
+//! has no `model`.)
 //! (`choices` and a message's `role`, a call's `function` and its `name`,
 //! a Messages response's `type` and `role`, a block's `type` and a
 //! `tool_use` block's `name` are required.) Debug builds (the tests, the
@@ -64,6 +77,21 @@ enum Shape {
     /// A Messages response: whether each block of its `content` list is a
     /// call (`None`: its content is text, or none).
     Message(Option<Blocks>),
+    /// A Gemini answer: its candidates.
+    Gemini(smallvec::SmallVec<[Candidate; 1]>),
+    /// A Bedrock Converse answer: whether each block of its output
+    /// message's `content` is a call.
+    Converse(Blocks),
+}
+
+/// A candidate of a Gemini answer.
+#[derive(Debug)]
+enum Candidate {
+    /// It holds no content.
+    Empty,
+    /// A content of the model, and whether each of its parts is a call
+    /// (`None` when it has no `parts`).
+    Content(Option<Blocks>),
 }
 
 /// A choice of a Chat Completions response.
@@ -91,7 +119,85 @@ struct Root<'a> {
     kind: Option<&'a str>,
     role: Option<&'a str>,
     content: Content,
+    model: bool,
+    candidates: Option<smallvec::SmallVec<[Candidate; 1]>>,
+    output: Option<Blocks>,
 }
+
+impl Root<'_> {
+    /// The answer's shape, from its root, and how many objects the general
+    /// reader makes a view of for it, `calls` calls in all; `None` for a
+    /// root of no shape this path takes.
+    fn shape(self, calls: usize) -> Option<(Shape, usize)> {
+        Some(match self {
+            Root {
+                choices: Some(choices),
+                kind: None,
+                role: None,
+                content: Content::Absent,
+                candidates: None,
+                output: None,
+                ..
+            } => {
+                let objects = 1 + 2 * choices.len() + 2 * calls;
+                (Shape::Chat(choices), objects)
+            }
+            Root {
+                choices: None,
+                object: false,
+                kind: Some("message"),
+                role: Some("assistant"),
+                content,
+                candidates: None,
+                output: None,
+                ..
+            } => {
+                let blocks = match content {
+                    Content::Blocks(blocks) => Some(blocks),
+                    Content::Absent | Content::Text => None,
+                };
+                let objects = 1 + blocks.as_ref().map_or(0, smallvec::SmallVec::len);
+                (Shape::Message(blocks), objects)
+            }
+            Root {
+                choices: None,
+                object: false,
+                kind: None,
+                role: None,
+                content: Content::Absent,
+                candidates: Some(candidates),
+                output: None,
+                ..
+            } => {
+                // The root, each candidate and its content, each part that
+                // is a call and its `functionCall`.
+                let objects = 1 + 2 * candidates.len() + 2 * calls;
+                (Shape::Gemini(candidates), objects)
+            }
+            Root {
+                choices: None,
+                object: false,
+                kind: None,
+                role: None,
+                content: Content::Absent,
+                model: false,
+                candidates: None,
+                output: Some(blocks),
+            } => {
+                // The root, the output, its message, each block that is a
+                // call and its `toolUse`.
+                let objects = 3 + 2 * calls;
+                (Shape::Converse(blocks), objects)
+            }
+            _ => return None,
+        })
+    }
+}
+
+/// At most this many candidates, parts a content, or blocks a Converse
+/// message on the short path: well within what the general reader reads
+/// ahead.
+const MOST_PARTS: usize = 16;
 
 /// Whether each block of a `content` list is a call.
 type Blocks = smallvec::SmallVec<[bool; 4]>;
@@ -118,7 +224,19 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     let mut root = Root::default();
     scan.fields(|scan, field| match field {
         // (`id` is kept raw, `model` only seen: neither is read here.)
-        Field::id | Field::model => scan.skip(),
+        Field::id => scan.skip(),
+        Field::model => {
+            root.model = true;
+            scan.skip()
+        }
+        Field::candidates => {
+            root.candidates = Some(scan.candidates(&mut calls)?);
+            Some(())
+        }
+        Field::output if scan.peek()? == b'{' => {
+            root.output = Some(scan.converse_output(&mut calls)?);
+            Some(())
+        }
         Field::object => {
             root.object = true;
             scan.value(super::Take::IsList).map(drop)
@@ -141,33 +259,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
         }
         _ => scan.null(),
     })?;
-    let (shape, objects) = match root {
-        Root {
-            choices: Some(choices),
-            kind: None,
-            role: None,
-            content: Content::Absent,
-            ..
-        } => {
-            let objects = 1 + 2 * choices.len() + 2 * calls.len();
-            (Shape::Chat(choices), objects)
-        }
-        Root {
-            choices: None,
-            object: false,
-            kind: Some("message"),
-            role: Some("assistant"),
-            content,
-        } => {
-            let blocks = match content {
-                Content::Blocks(blocks) => Some(blocks),
-                Content::Absent | Content::Text => None,
-            };
-            let objects = 1 + blocks.as_ref().map_or(0, smallvec::SmallVec::len);
-            (Shape::Message(blocks), objects)
-        }
-        _ => return None,
-    };
+    let (shape, objects) = root.shape(calls.len())?;
     // Each object the general reader would make a view of, at most: past
     // the thread's bound, the general reader says so.
     if !scan.at_end() || Held::alive() + objects > MAX_ENVELOPE_OBJECTS {
@@ -410,6 +502,188 @@ impl<'a> Scan<'a> {
     }
 }
 
+impl<'a> Scan<'a> {
+    /// A Gemini answer's `candidates`: each one's content, read as the
+    /// general reader reads it (ahead, a reader of its own).
+    fn candidates(
+        &mut self,
+        calls: &mut Vec<Call<'a>>,
+    ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
+        let mut candidates = smallvec::SmallVec::new();
+        self.objects(|scan| {
+            if candidates.len() == MOST_PARTS {
+                return None;
+            }
+            let mut content = Candidate::Empty;
+            scan.fields(|scan, field| match field {
+                Field::content if scan.peek()? == b'{' => {
+                    let start = scan.at;
+                    let mut ahead = scan.ahead_of(start);
+                    content = ahead.gemini_content(calls)?;
+                    scan.at = start + ahead.at;
+                    Some(())
+                }
+                _ => scan.null(),
+            })?;
+            candidates.push(content);
+            Some(())
+        })?;
+        Some(candidates)
+    }
+
+    /// A candidate's content: the model's, and whether each of its parts
+    /// is a call.
+    fn gemini_content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Candidate> {
+        let mut model = false;
+        let mut parts = None;
+        self.fields(|scan, field| match field {
+            Field::role => {
+                model = scan.plain()? == "model";
+                model.then_some(())
+            }
+            Field::parts if scan.peek()? == b'[' => {
+                let mut blocks = Blocks::new();
+                scan.objects(|scan| {
+                    if blocks.len() == MOST_PARTS {
+                        return None;
+                    }
+                    blocks.push(scan.gemini_part(calls)?);
+                    Some(())
+                })?;
+                parts = Some(blocks);
+                Some(())
+            }
+            _ => scan.null(),
+        })?;
+        model.then_some(Candidate::Content(parts))
+    }
+
+    /// A part: whether it is a call (a `functionCall`, pushed to `calls`).
+    fn gemini_part(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+        let mut call = None;
+        self.fields(|scan, field| match field {
+            Field::functionCall if scan.peek()? == b'{' => {
+                let (mut id, mut name, mut args) = (None, None, ArgSource::Absent);
+                scan.fields(|scan, field| match field {
+                    Field::id if scan.peek()? == b'n' => scan.null(),
+                    Field::id => {
+                        id = Some(scan.plain()?);
+                        Some(())
+                    }
+                    Field::name => {
+                        name = Some(scan.plain()?);
+                        Some(())
+                    }
+                    Field::args => {
+                        args = scan.arguments_of(Field::args)?;
+                        Some(())
+                    }
+                    _ => scan.null(),
+                })?;
+                call = Some(Call {
+                    id,
+                    name: name?,
+                    args,
+                });
+                Some(())
+            }
+            _ => scan.null(),
+        })?;
+        let Some(call) = call else {
+            return Some(false);
+        };
+        calls.push(call);
+        within_bound(calls.len())?;
+        Some(true)
+    }
+
+    /// A Converse answer's `output`, read ahead as the general reader
+    /// reads it: its message, the assistant's, and whether each block of
+    /// its `content` is a call.
+    fn converse_output(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Blocks> {
+        let start = self.at;
+        let mut ahead = self.ahead_of(start);
+        let mut blocks = None;
+        ahead.fields(|scan, field| match field {
+            Field::message if scan.peek()? == b'{' => {
+                let mut assistant = false;
+                scan.fields(|scan, field| match field {
+                    Field::role => {
+                        assistant = scan.plain()? == "assistant";
+                        assistant.then_some(())
+                    }
+                    Field::content if scan.peek()? == b'[' => {
+                        let start = scan.at;
+                        let mut ahead = scan.ahead_of(start);
+                        let mut list = Blocks::new();
+                        ahead.objects(|scan| {
+                            if list.len() == MOST_PARTS {
+                                return None;
+                            }
+                            list.push(scan.converse_block(calls)?);
+                            Some(())
+                        })?;
+                        scan.at = start + ahead.at;
+                        blocks = Some(list);
+                        Some(())
+                    }
+                    _ => scan.null(),
+                })?;
+                assistant.then_some(())
+            }
+            _ => scan.null(),
+        })?;
+        self.at = start + ahead.at;
+        blocks
+    }
+
+    /// A Converse content block: whether it is a call (a `toolUse`,
+    /// pushed to `calls`).
+    fn converse_block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+        let mut call = None;
+        self.fields(|scan, field| match field {
+            Field::toolUse if scan.peek()? == b'{' => {
+                let (mut id, mut name, mut input) = (None, None, ArgSource::Absent);
+                scan.entries(&["toolUseId"], |scan, key, _| {
+                    scan.space();
+                    match key {
+                        // (Given twice, the general reader refuses it.)
+                        Key::Own(_) if id.is_none() => {
+                            id = Some(scan.plain()?);
+                            Some(())
+                        }
+                        Key::Field(Field::name) => {
+                            name = Some(scan.plain()?);
+                            Some(())
+                        }
+                        // (An `input` list is read as a container.)
+                        Key::Field(Field::input) if scan.peek()? != b'[' => {
+                            input = scan.arguments_of(Field::input)?;
+                            Some(())
+                        }
+                        Key::Field(_) => scan.null(),
+                        Key::Other => scan.skip(),
+                        Key::Own(_) | Key::Rare(_) | Key::Variant => None,
+                    }
+                })?;
+                call = Some(Call {
+                    id,
+                    name: name?,
+                    args: input,
+                });
+                Some(())
+            }
+            _ => scan.null(),
+        })?;
+        let Some(call) = call else {
+            return Some(false);
+        };
+        calls.push(call);
+        within_bound(calls.len())?;
+        Some(true)
+    }
+}
+
 impl Answer<'_> {
     /// Tell `out` what the general readers tell it of this answer, in the
     /// same order ([`document::read_root`] over its views).
@@ -445,6 +719,63 @@ impl Answer<'_> {
                     }
                     out.ascend();
                 }
+                out.ascend();
+            }
+            // The root's `candidates` are Gemini's; each candidate holds no
+            // call of its own, its content is a message of the model whose
+            // `parts` are Gemini's; each part holds its call through its
+            // `functionCall`.
+            Shape::Gemini(candidates) => {
+                out.descend();
+                out.saw(Format::Gemini);
+                for candidate in candidates {
+                    out.listed = false;
+                    out.descend();
+                    if let Candidate::Content(parts) = candidate {
+                        // (The `content` row is Anthropic's.)
+                        out.saw(Format::Anthropic);
+                        assistant(out, |out| {
+                            if let Some(parts) = parts {
+                                out.saw(Format::Gemini);
+                                for call in parts {
+                                    out.listed = false;
+                                    out.descend();
+                                    if call {
+                                        if let Some(call) = calls.next() {
+                                            call.record(Format::Gemini, out);
+                                        }
+                                    }
+                                    out.ascend();
+                                }
+                            }
+                        });
+                    }
+                    out.ascend();
+                }
+                out.ascend();
+            }
+            // The root's `output` (the Responses row) holds a message of the
+            // assistant whose `content` blocks hold their calls through
+            // `toolUse`.
+            Shape::Converse(blocks) => {
+                out.descend();
+                out.saw(Format::OpenAiResponses);
+                out.descend();
+                out.saw(Format::Generic);
+                assistant(out, |out| {
+                    out.saw(Format::Anthropic);
+                    for call in blocks {
+                        out.listed = false;
+                        out.descend();
+                        if call {
+                            if let Some(call) = calls.next() {
+                                call.record(Format::Bedrock, out);
+                            }
+                        }
+                        out.ascend();
+                    }
+                });
+                out.ascend();
                 out.ascend();
             }
             // The root is a message of the assistant (its `type` a message's)
@@ -972,6 +1303,91 @@ mod tests {
         assert!(taken > 20, "{taken} taken");
     }
 
+    /// A Gemini answer and a Converse answer, and what each becomes when
+    /// one of the things the short path looks at is changed: each taken
+    /// is detected alike by the short path and the general readers, under
+    /// every set of limits.
+    #[test]
+    fn gemini_and_converse_answers_are_detected_alike_on_the_short_path() {
+        let seeds = [
+            r#"{"candidates":[{"content":{"parts":[{"text":"Checking."},{"functionCall":{"name":"get_weather","args":{"location":"Berlin","unit":"celsius"}},"thoughtSignature":"Es8F"},{"functionCall":{"id":"c2","name":"get_current_time","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":12},"modelVersion":"gemini-2.5-flash","responseId":"r1"}"#,
+            r#"{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"x","signature":"s"}}},{"text":"Checking."},{"toolUse":{"toolUseId":"tooluse_1","name":"get_weather","input":{"location":"Berlin","unit":"celsius"}}},{"toolUse":{"toolUseId":"tooluse_2","name":"get_current_time","input":{}}}]}},"stopReason":"tool_use","usage":{"inputTokens":9,"outputTokens":3,"totalTokens":12},"metrics":{"latencyMs":300}}"#,
+        ];
+        let swaps: [(&str, &str); 34] = [
+            (r#""role":"model""#, r#""role":"user""#),
+            (r#""role":"model""#, r#""role":null"#),
+            (r#""role":"assistant""#, r#""role":"user""#),
+            (
+                r#""role":"assistant""#,
+                r#""role":"assistant","role":"assistant""#,
+            ),
+            (r#""name":"get_weather""#, r#""name":"get_weather""#),
+            (r#""name":"get_weather""#, r#""name":null"#),
+            (r#""name":"get_weather""#, r#""name":7"#),
+            (
+                r#""name":"get_weather""#,
+                r#""name":"get_weather","name":"x""#,
+            ),
+            (r#""args":{"#, r#""args":null,"a":{"#),
+            (r#""args":{"#, r#""args":"{}","a":{"#),
+            (r#""args":{"#, r#""args":{"a":1},"arguments":{"#),
+            (r#""args":{"#, r#""args":[{"#),
+            (r#""args":{"#, r#""partialArgs":[],"args":{"#),
+            (r#""args":{"#, r#""willContinue":true,"args":{"#),
+            (r#""args":{"#, r#""function":{"name":"f"},"args":{"#),
+            (r#""id":"c2""#, r#""id":2"#),
+            (r#""id":"c2""#, r#""id":"c2""#),
+            (r#""input":{"#, r#""input":[{"#),
+            (r#""input":{"#, r#""input":"{}","x":{"#),
+            (r#""input":{"#, r#""input":{},"input":{"#),
+            (r#""input":{"#, r#""type":"server_tool_use","input":{"#),
+            (
+                r#""toolUseId":"tooluse_1""#,
+                r#""toolUseId":"tooluse_1","toolUseId":"t""#,
+            ),
+            (r#""toolUseId":"tooluse_1""#, r#""toolUseId":7"#),
+            (r#""toolUseId":"tooluse_1""#, r#""toolUseID":"t""#),
+            (r#""toolUse":{"#, r#""toolUse":null,"x":{"#),
+            (
+                r#""toolUse":{"#,
+                r#""toolResult":{"toolUseId":"t","content":[]},"x":{"#,
+            ),
+            (r#""candidates":["#, r#""choices":[],"candidates":["#),
+            (r#""candidates":["#, r#""model":"x","candidates":["#),
+            (r#""output":{"#, r#""model":"m","output":{"#),
+            (r#""output":{"#, r#""output":[{"#),
+            (r#""finishReason":"STOP""#, r#""content":{"parts":[]}"#),
+            (
+                r#""text":"Checking.""#,
+                r#""text":"Checking.","functionCall":{"name":"f"}"#,
+            ),
+            (
+                r#""text":"Checking.""#,
+                r#""functionResponse":{"name":"f","response":{}}"#,
+            ),
+            (r#""parts":["#, r#""parts":null,"x":["#),
+        ];
+        let limits = limits();
+        let mut taken = 0;
+        for seed in seeds {
+            let texts = std::iter::once(seed.to_owned())
+                .chain(
+                    swaps
+                        .iter()
+                        .filter(|(from, _)| seed.contains(from))
+                        .map(|(from, to)| seed.replacen(from, to, 1)),
+                )
+                .chain(super::super::tests::variants(seed));
+            for text in texts {
+                for limit in &limits {
+                    taken += usize::from(agree(&text, limit));
+                }
+            }
+            assert!(agree(seed, &Limits::default()), "{seed}");
+        }
+        assert!(taken > 300, "{taken} taken");
+    }
+
     /// Past the thread's bound on views (two a call), the short path stops
     /// reading and leaves the payload to the general reader, which refuses
     /// it.
@@ -1013,6 +1429,10 @@ mod tests {
             "openai-chat/nonstream-unicode-args.json",
             "anthropic/nonstream-text-and-4-parallel-tool-use.json",
             "anthropic/nonstream-tool-no-args.json",
+            "gemini/nonstream-parallel-no-arg-calls.json",
+            "gemini/nonstream-single-call.json",
+            "bedrock/converse-text-then-tool.json",
+            "bedrock/converse-claude-thinking-then-no-arg-tool.json",
         ] {
             let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../../tests/fixtures")
