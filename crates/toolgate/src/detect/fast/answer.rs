@@ -737,16 +737,7 @@ impl Answer<'_> {
                         assistant(out, |out| {
                             if let Some(parts) = parts {
                                 out.saw(Format::Gemini);
-                                for call in parts {
-                                    out.listed = false;
-                                    out.descend();
-                                    if call {
-                                        if let Some(call) = calls.next() {
-                                            call.record(Format::Gemini, out);
-                                        }
-                                    }
-                                    out.ascend();
-                                }
+                                elements(out, parts, &mut calls, Format::Gemini, false);
                             }
                         });
                     }
@@ -764,16 +755,7 @@ impl Answer<'_> {
                 out.saw(Format::Generic);
                 assistant(out, |out| {
                     out.saw(Format::Anthropic);
-                    for call in blocks {
-                        out.listed = false;
-                        out.descend();
-                        if call {
-                            if let Some(call) = calls.next() {
-                                call.record(Format::Bedrock, out);
-                            }
-                        }
-                        out.ascend();
-                    }
+                    elements(out, blocks, &mut calls, Format::Bedrock, false);
                 });
                 out.ascend();
                 out.ascend();
@@ -784,21 +766,37 @@ impl Answer<'_> {
             Shape::Message(blocks) => assistant(out, |out| {
                 if let Some(blocks) = blocks {
                     out.saw(Format::Anthropic);
-                    for call in blocks {
-                        out.listed = false;
-                        out.descend();
-                        if call {
-                            if let Some(call) = calls.next() {
-                                call.record(Format::Anthropic, out);
-                            }
-                            out.saw(Format::Generic);
-                        }
-                        out.ascend();
-                    }
+                    elements(out, blocks, &mut calls, Format::Anthropic, true);
                 }
                 out.saw(Format::Generic);
             }),
         }
+    }
+}
+
+/// The elements of a list, each an object that holds a call or none
+/// (`blocks`), the calls taken from `calls` and recorded in `format`; a
+/// call's object is `typed` when its `type` names it (a known shape, seen
+/// as such).
+fn elements<'a>(
+    out: &mut Collector<'_>,
+    blocks: Blocks,
+    calls: &mut impl Iterator<Item = Call<'a>>,
+    format: Format,
+    typed: bool,
+) {
+    for call in blocks {
+        out.listed = false;
+        out.descend();
+        if call {
+            if let Some(call) = calls.next() {
+                call.record(format, out);
+            }
+            if typed {
+                out.saw(Format::Generic);
+            }
+        }
+        out.ascend();
     }
 }
 

@@ -208,7 +208,7 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::read;
-    use crate::detect::fast::chunk::tests::{depth_bounds, documents};
+    use crate::detect::fast::chunk::tests::{fixture_events, taken};
     use crate::detect::stream::same_light;
 
     /// An event of each type taken here, as the Messages API streams them;
@@ -323,16 +323,13 @@ mod tests {
     /// corpus as the Chat chunks' and the events above, mutated.
     #[test]
     fn an_event_on_the_short_path_reads_as_the_general_reading_reads_it() {
-        let mut taken = 0;
-        for text in documents(&EVENTS, mutations) {
-            for limits in depth_bounds() {
-                let depth = limits.max_depth.min(crate::detect::limits::HARD_MAX_DEPTH);
-                if let Some((kind, light)) = read(&text, depth) {
-                    same_light(&text, kind, &light, &limits);
-                    taken += 1;
-                }
-            }
-        }
+        let taken = taken(&EVENTS, mutations, |text, limits, depth| {
+            let Some((kind, light)) = read(text, depth) else {
+                return false;
+            };
+            same_light(text, kind, &light, limits);
+            true
+        });
         assert!(taken > 500, "{taken} taken");
     }
 
@@ -340,25 +337,12 @@ mod tests {
     /// a thinking block's start) take the short path.
     #[test]
     fn real_events_take_the_short_path() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/anthropic");
         let mut events = 0;
-        for entry in std::fs::read_dir(dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|e| e != "sse") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("fixture");
-            for line in text.lines() {
-                let Some(data) = line.trim_start().strip_prefix("data:") else {
-                    continue;
-                };
-                let data = data.trim();
-                // A thinking block's keys are rare ones (the general reader's).
-                if !data.contains("tool_result") && !data.contains("\"thinking\"") {
-                    assert!(read(data, 128).is_some(), "{}: {data}", path.display());
-                    events += 1;
-                }
+        for (path, data) in fixture_events("anthropic") {
+            // A thinking block's keys are rare ones (the general reader's).
+            if !data.contains("tool_result") && !data.contains("\"thinking\"") {
+                assert!(read(&data, 128).is_some(), "{path}: {data}");
+                events += 1;
             }
         }
         assert!(events > 30, "{events} events");

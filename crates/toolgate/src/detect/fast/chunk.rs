@@ -421,6 +421,46 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// How many times `check` takes a document of [`documents`] under
+    /// the [`depth_bounds`]: `check` reads it on its short path and, when
+    /// taken, holds it to the general reading.
+    pub(in crate::detect::fast) fn taken(
+        seeds: &[&str],
+        mutations: fn(&str) -> Vec<String>,
+        check: impl Fn(&str, &Limits, usize) -> bool,
+    ) -> usize {
+        let mut taken = 0;
+        for text in documents(seeds, mutations) {
+            for limits in depth_bounds() {
+                let depth = limits.max_depth.min(crate::detect::limits::HARD_MAX_DEPTH);
+                taken += usize::from(check(&text, &limits, depth));
+            }
+        }
+        taken
+    }
+
+    /// The data of every event of the `.sse` fixtures of `dir` (under
+    /// `tests/fixtures`), with the fixture's path.
+    pub(in crate::detect::fast) fn fixture_events(dir: &str) -> Vec<(String, String)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(dir);
+        let mut events = Vec::new();
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_none_or(|e| e != "sse") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("fixture");
+            for line in text.lines() {
+                if let Some(data) = line.trim_start().strip_prefix("data:") {
+                    events.push((path.display().to_string(), data.trim().to_owned()));
+                }
+            }
+        }
+        events
+    }
+
     /// The depth bounds a short path's test reads under.
     pub(in crate::detect::fast) fn depth_bounds() -> Vec<Limits> {
         [2, 3, 4, 5, 6, 8, 128]
@@ -439,16 +479,13 @@ pub(super) mod tests {
     /// under several depth bounds.
     #[test]
     fn a_chunk_on_the_short_path_reads_as_the_general_reading_reads_it() {
-        let mut taken = 0;
-        for text in documents(&CHUNKS, mutations) {
-            for limits in depth_bounds() {
-                let depth = limits.max_depth.min(crate::detect::limits::HARD_MAX_DEPTH);
-                if let Some(chunk) = read(&text, depth) {
-                    same_chunk(&text, &chunk, &limits);
-                    taken += 1;
-                }
-            }
-        }
+        let taken = taken(&CHUNKS, mutations, |text, limits, depth| {
+            let Some(chunk) = read(text, depth) else {
+                return false;
+            };
+            same_chunk(text, &chunk, limits);
+            true
+        });
         assert!(taken > 2_000, "{taken} taken");
     }
 
@@ -478,28 +515,11 @@ pub(super) mod tests {
     /// the OpenAI Chat stream fixtures but `[DONE]`, and the chunks above.
     #[test]
     fn real_chunks_take_the_short_path() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/openai-chat");
-        let mut events = 0;
-        for entry in std::fs::read_dir(dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|e| e != "sse") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("fixture");
-            for line in text.lines() {
-                let Some(data) = line.trim_start().strip_prefix("data:") else {
-                    continue;
-                };
-                let data = data.trim();
-                if data == "[DONE]" {
-                    continue;
-                }
-                assert!(read(data, 128).is_some(), "{}: {data}", path.display());
-                events += 1;
-            }
+        let events = fixture_events("openai-chat");
+        for (path, data) in events.iter().filter(|(_, data)| data != "[DONE]") {
+            assert!(read(data, 128).is_some(), "{path}: {data}");
         }
-        assert!(events > 50, "{events} events");
+        assert!(events.len() > 50, "{} events", events.len());
         for chunk in CHUNKS {
             assert!(read(chunk, 128).is_some(), "{chunk}");
         }

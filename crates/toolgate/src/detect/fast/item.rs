@@ -133,7 +133,7 @@ impl Scan<'_> {
 #[cfg(test)]
 mod tests {
     use super::read;
-    use crate::detect::fast::chunk::tests::{depth_bounds, documents};
+    use crate::detect::fast::chunk::tests::{fixture_events, taken};
     use crate::detect::stream::same_item;
 
     /// An event of each type taken here, as the Responses API streams
@@ -224,16 +224,13 @@ mod tests {
     /// corpus as the Chat chunks' and the events above, mutated.
     #[test]
     fn an_event_on_the_short_path_reads_as_the_general_reading_reads_it() {
-        let mut taken = 0;
-        for text in documents(&EVENTS, mutations) {
-            for limits in depth_bounds() {
-                let depth = limits.max_depth.min(crate::detect::limits::HARD_MAX_DEPTH);
-                if let Some((kind, light)) = read(&text, depth) {
-                    same_item(&text, kind, &light, &limits);
-                    taken += 1;
-                }
-            }
-        }
+        let taken = taken(&EVENTS, mutations, |text, limits, depth| {
+            let Some((kind, light)) = read(text, depth) else {
+                return false;
+            };
+            same_item(text, kind, &light, limits);
+            true
+        });
         assert!(taken > 300, "{taken} taken");
     }
 
@@ -241,32 +238,20 @@ mod tests {
     /// fixtures take the short path.
     #[test]
     fn real_events_take_the_short_path() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/openai-responses");
+        let kinds = [
+            "response.function_call_arguments.delta",
+            "response.custom_tool_call_input.delta",
+            "response.created",
+            "response.in_progress",
+        ];
         let mut events = 0;
-        for entry in std::fs::read_dir(dir).expect("fixtures") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|e| e != "sse") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("fixture");
-            for line in text.lines() {
-                let Some(data) = line.trim_start().strip_prefix("data:") else {
-                    continue;
-                };
-                let data = data.trim();
-                let light = [
-                    "\"response.function_call_arguments.delta\"",
-                    "\"response.custom_tool_call_input.delta\"",
-                    "\"response.created\"",
-                    "\"response.in_progress\"",
-                ]
+        for (path, data) in fixture_events("openai-responses") {
+            if kinds
                 .iter()
-                .any(|kind| data.starts_with(&format!("{{\"type\":{kind}")));
-                if light {
-                    assert!(read(data, 128).is_some(), "{}: {data}", path.display());
-                    events += 1;
-                }
+                .any(|kind| data.starts_with(&format!("{{\"type\":\"{kind}\"")))
+            {
+                assert!(read(&data, 128).is_some(), "{path}: {data}");
+                events += 1;
             }
         }
         assert!(events > 20, "{events} events");

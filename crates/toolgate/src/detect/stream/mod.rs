@@ -636,9 +636,7 @@ pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limi
 
 /// Debug builds: an Anthropic event the short path read
 /// ([`fast::block`](crate::detect::fast::block)) is what the general
-/// reading reads: within the nesting bound, an Anthropic event of type
-/// `kind`, the same [`anthropic::Light`], and a census that finds no call
-/// the decoder does not read.
+/// reading reads: see [`same_event`].
 #[cfg(debug_assertions)]
 pub(crate) fn same_light<'a>(
     text: &'a str,
@@ -646,21 +644,14 @@ pub(crate) fn same_light<'a>(
     light: &anthropic::Light<'a>,
     limits: &Limits,
 ) {
-    let probe = general_probe(text, limits);
-    assert_eq!(probe.kind().as_deref(), Some(kind), "{text}");
-    assert!(!probe.is_error(Some(kind)), "{text}");
-    let route = probe.route(Some(kind));
-    assert_eq!(route, Route::Anthropic, "{text}");
-    let general = anthropic::light(&probe, kind).expect("serde reads the event");
-    assert_eq!(general.as_ref(), Some(light), "{text}");
-    clean_census(text, route, Some(kind), limits);
+    same_event(text, kind, Route::Anthropic, light, limits, |probe| {
+        anthropic::light(probe, kind)
+    });
 }
 
 /// Debug builds: a Responses event the short path read
 /// ([`fast::item`](crate::detect::fast::item)) is what the general
-/// reading reads: within the nesting bound, a Responses event of type
-/// `kind`, the same [`openai_responses::Light`], and a census that finds
-/// no call the decoder does not read.
+/// reading reads: see [`same_event`].
 #[cfg(debug_assertions)]
 pub(crate) fn same_item<'a>(
     text: &'a str,
@@ -668,13 +659,30 @@ pub(crate) fn same_item<'a>(
     light: &openai_responses::Light<'a>,
     limits: &Limits,
 ) {
+    same_event(text, kind, Route::OpenAiResponses, light, limits, |probe| {
+        openai_responses::light(probe, kind)
+    });
+}
+
+/// Debug builds: an event of type `kind` a short path read into `taken`
+/// is what the general reading reads: within the nesting bound, no error,
+/// routed to `route`, read by serde (`general`) into the same value, and a
+/// census that finds no call the decoder does not read.
+#[cfg(debug_assertions)]
+fn same_event<'a, T: PartialEq + std::fmt::Debug>(
+    text: &'a str,
+    kind: &str,
+    route: Route,
+    taken: &T,
+    limits: &Limits,
+    general: impl FnOnce(&Probe<'a>) -> Result<Option<T>, serde_json::Error>,
+) {
     let probe = general_probe(text, limits);
     assert_eq!(probe.kind().as_deref(), Some(kind), "{text}");
     assert!(!probe.is_error(Some(kind)), "{text}");
-    let route = probe.route(Some(kind));
-    assert_eq!(route, Route::OpenAiResponses, "{text}");
-    let general = openai_responses::light(&probe, kind).expect("serde reads the event");
-    assert_eq!(general.as_ref(), Some(light), "{text}");
+    assert_eq!(probe.route(Some(kind)), route, "{text}");
+    let general = general(&probe).expect("serde reads the event");
+    assert_eq!(general.as_ref(), Some(taken), "{text}");
     clean_census(text, route, Some(kind), limits);
 }
 
