@@ -21,7 +21,9 @@
 //!                            | "text" | "thinking" | "redacted_thinking",
 //!                    "id": null | a string, "name": null | a string, "input": any}}
 //! {"type": "content_block_delta", "index": null | an integer,
-//!  "delta": null | {"type": a string, "partial_json": null | a string}}
+//!  "delta": null | {"type": "input_json_delta" | "text_delta" | "thinking_delta"
+//!                            | "signature_delta" | "citations_delta",
+//!                    "partial_json": null | a string}}
 //! {"type": "content_block_stop", "index": null | an integer}
 //! {"type": "message_delta", "delta": {...}, "usage": any}
 //! {"type": "message_stop"}   {"type": "ping"}
@@ -48,6 +50,15 @@ pub(super) const ROOT_KEYS: [&str; 4] = [
     "content_block",
     "usage",
     "amazon-bedrock-invocationMetrics",
+];
+
+/// The types of a content block's delta.
+const DELTAS: [&str; 5] = [
+    "input_json_delta",
+    "text_delta",
+    "thinking_delta",
+    "signature_delta",
+    "citations_delta",
 ];
 
 /// What an event's root holds, read.
@@ -141,9 +152,11 @@ impl<'a> Scan<'a> {
                 json = scan.unquoted()?;
                 Some(())
             }
+            // A type of the Messages stream's deltas: the census reads
+            // any other (a call item's type, `apply_patch_call`) as a call.
             Ok(Field::kind) => {
-                kind = Some(scan.plain()?);
-                Some(())
+                kind = Some(scan.plain()?).filter(|kind| DELTAS.contains(kind));
+                kind.map(drop)
             }
             Err(_) | Ok(_) => scan.null(),
         })?;
@@ -233,7 +246,12 @@ mod tests {
     /// What an event becomes when one of the things the short path looks
     /// at is changed.
     fn mutations(event: &str) -> Vec<String> {
-        let swaps: [(&str, &str); 44] = [
+        let swaps: [(&str, &str); 46] = [
+            (
+                r#""type":"input_json_delta""#,
+                r#""type":"apply_patch_call""#,
+            ),
+            (r#""type":"text_delta""#, r#""type":"function_call""#),
             (r#""index":1"#, r#""index":1,"index":2"#),
             (r#""index":1"#, r#""index":-1"#),
             (r#""index":1"#, r#""index":1.5"#),
