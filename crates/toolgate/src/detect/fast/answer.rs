@@ -283,7 +283,10 @@ impl<'a> Scan<'a> {
     /// key given twice or escaped. Each `entry` takes any key of the table
     /// it does not name only when `null` (`_ => scan.null()`), which both
     /// general readers read as no key at all.
-    fn fields(&mut self, mut entry: impl FnMut(&mut Self, Field) -> Option<()>) -> Option<()> {
+    pub(super) fn fields(
+        &mut self,
+        mut entry: impl FnMut(&mut Self, Field) -> Option<()>,
+    ) -> Option<()> {
         self.entries(&[], |scan, key, _| match key {
             Key::Field(field) => {
                 scan.space();
@@ -644,27 +647,23 @@ impl<'a> Scan<'a> {
         self.fields(|scan, field| match field {
             Field::toolUse if scan.peek()? == b'{' => {
                 let (mut id, mut name, mut input) = (None, None, ArgSource::Absent);
-                scan.entries(&["toolUseId"], |scan, key, _| {
-                    scan.space();
-                    match key {
-                        // (Given twice, the general reader refuses it.)
-                        Key::Own(_) if id.is_none() => {
-                            id = Some(scan.plain()?);
-                            Some(())
-                        }
-                        Key::Field(Field::name) => {
-                            name = Some(scan.plain()?);
-                            Some(())
-                        }
-                        // (An `input` list is read as a container.)
-                        Key::Field(Field::input) if scan.peek()? != b'[' => {
-                            input = scan.arguments_of(Field::input)?;
-                            Some(())
-                        }
-                        Key::Field(_) => scan.null(),
-                        Key::Other => scan.skip(),
-                        Key::Own(_) | Key::Rare(_) | Key::Variant => None,
+                // (`toolUseId` is a rare key: given twice, the general
+                // reader refuses it, and so does this one.)
+                scan.fields_with(&["toolUseId"], false, |scan, key| match key {
+                    Err(_) => {
+                        id = Some(scan.plain()?);
+                        Some(())
                     }
+                    Ok(Field::name) => {
+                        name = Some(scan.plain()?);
+                        Some(())
+                    }
+                    // (An `input` list is read as a container.)
+                    Ok(Field::input) if scan.peek()? != b'[' => {
+                        input = scan.arguments_of(Field::input)?;
+                        Some(())
+                    }
+                    Ok(_) => scan.null(),
                 })?;
                 call = Some(Call {
                     id,

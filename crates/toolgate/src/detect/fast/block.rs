@@ -87,8 +87,8 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
         return None;
     }
     let mut root = Root::default();
-    scan.chunk_fields(&ROOT_KEYS, true, |scan, key| match key {
-        Err(0) => scan.chunk_index(&mut root.index),
+    scan.fields_with(&ROOT_KEYS, true, |scan, key| match key {
+        Err(0) => scan.index_or_null(&mut root.index),
         Err(1) if scan.peek()? == b'{' => {
             root.block = true;
             scan.start_block(&mut root.call)
@@ -147,7 +147,7 @@ impl<'a> Scan<'a> {
     fn block_delta(&mut self) -> Option<(Option<&'a str>, Cow<'a, str>)> {
         let mut kind = None;
         let mut json: Cow<'a, str> = Cow::Borrowed("");
-        self.chunk_fields(&["partial_json"], false, |scan, key| match key {
+        self.fields_with(&["partial_json"], false, |scan, key| match key {
             Err(_) if scan.peek()? == b'"' => {
                 json = scan.unquoted()?;
                 Some(())
@@ -167,14 +167,14 @@ impl<'a> Scan<'a> {
     /// opens none).
     fn start_block(&mut self, call: &mut Option<StartCall<'a>>) -> Option<()> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
-        self.chunk_fields(&[], false, |scan, key| match key {
-            Ok(Field::kind) => {
+        self.fields(|scan, field| match field {
+            Field::kind => {
                 kind = Some(scan.plain()?);
                 Some(())
             }
-            Ok(Field::id) => scan.plain_or_null(&mut id),
-            Ok(Field::name) => scan.plain_or_null(&mut name),
-            Ok(Field::input) if scan.peek()? != b'n' => {
+            Field::id => scan.plain_or_null(&mut id),
+            Field::name => scan.plain_or_null(&mut name),
+            Field::input if scan.peek()? != b'n' => {
                 let start = scan.at;
                 scan.skip()?;
                 input = Some(serde_json::from_str::<&RawValue>(&scan.text[start..scan.at]).ok()?);
@@ -200,18 +200,11 @@ impl<'a> Scan<'a> {
     /// A started message: an assistant's, with no content yet.
     fn start_message(&mut self) -> Option<()> {
         let (mut kind, mut role) = (None, None);
-        self.chunk_fields(&[], false, |scan, key| match key {
-            Ok(Field::id | Field::model) => scan.skip(),
-            Ok(Field::kind) => scan.plain_or_null(&mut kind),
-            Ok(Field::role) => scan.plain_or_null(&mut role),
-            Ok(Field::content) if scan.peek()? == b'[' => {
-                scan.open()?;
-                scan.at += 1;
-                scan.space();
-                scan.eat(b']')?;
-                scan.depth -= 1;
-                Some(())
-            }
+        self.fields(|scan, field| match field {
+            Field::id | Field::model => scan.skip(),
+            Field::kind => scan.plain_or_null(&mut kind),
+            Field::role => scan.plain_or_null(&mut role),
+            Field::content if scan.peek()? == b'[' => scan.empty_list(),
             _ => scan.null(),
         })?;
         (kind == Some("message") && role == Some("assistant")).then_some(())

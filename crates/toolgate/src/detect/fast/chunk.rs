@@ -101,13 +101,15 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
 }
 
 impl<'a> Scan<'a> {
-    /// The entries of an object: `entry` reads the value of each key of
-    /// the table and of the keys `own` names (the decoder's keys of no
-    /// table, or rare ones, each of which may come once), told which by
-    /// its place in `own`. Another rare key gives up. The values of other keys of no table are skipped, as every
-    /// general reader skips them; when `strict`, such a key gives up (at
-    /// a root, where a stream's probe reads keys of no table).
-    pub(super) fn chunk_fields(
+    /// The entries of an object, as [`fields`](Self::fields) reads them,
+    /// and the keys `own` names (the decoder's keys of no table, or rare
+    /// ones, each of which may come once): `entry` is told a key of the
+    /// table as `Ok`, an own key by its place in `own` as `Err`. Another
+    /// rare key gives up; the values of other keys of no table are
+    /// skipped, as every general reader skips them, but when `strict` such
+    /// a key gives up (at a root, where a stream's probe reads keys of no
+    /// table).
+    pub(super) fn fields_with(
         &mut self,
         own: &[&str],
         strict: bool,
@@ -135,7 +137,7 @@ impl<'a> Scan<'a> {
     /// `null` or a non-negative integer at the cursor, into `index`, as
     /// serde reads an `Option<u64>` (a sign, a fraction or an exponent
     /// give up).
-    pub(super) fn chunk_index(&mut self, index: &mut Option<u64>) -> Option<()> {
+    pub(super) fn index_or_null(&mut self, index: &mut Option<u64>) -> Option<()> {
         if self.peek()? == b'n' {
             *index = None;
             return self.null();
@@ -173,6 +175,19 @@ impl<'a> Scan<'a> {
         })
     }
 
+    /// An empty list at the cursor.
+    pub(super) fn empty_list(&mut self) -> Option<()> {
+        if self.peek()? != b'[' {
+            return None;
+        }
+        self.open()?;
+        self.at += 1;
+        self.space();
+        self.eat(b']')?;
+        self.depth -= 1;
+        Some(())
+    }
+
     /// A chunk's `choices`.
     fn chunk_choices(&mut self) -> Option<SmallVec<[ChoiceDelta<'a>; 1]>> {
         let mut choices = SmallVec::new();
@@ -184,8 +199,8 @@ impl<'a> Scan<'a> {
             let mut index = None;
             let mut fragments = SmallVec::new();
             let mut finished = false;
-            scan.chunk_fields(&["index", "finish_reason"], false, |scan, key| match key {
-                Err(0) => scan.chunk_index(&mut index),
+            scan.fields_with(&["index", "finish_reason"], false, |scan, key| match key {
+                Err(0) => scan.index_or_null(&mut index),
                 Err(_) => {
                     finished = match scan.peek()? {
                         b'n' => scan.null().map(|()| false)?,
@@ -215,17 +230,17 @@ impl<'a> Scan<'a> {
     /// A choice's `delta`: its call fragments.
     fn chunk_delta(&mut self) -> Option<SmallVec<[Fragment<'a>; 1]>> {
         let mut fragments = SmallVec::new();
-        self.chunk_fields(&[], false, |scan, key| match key {
-            Ok(Field::role) => {
+        self.fields(|scan, field| match field {
+            Field::role => {
                 let mut role = None;
                 scan.plain_or_null(&mut role)?;
                 role.is_none_or(|role| role == "assistant").then_some(())
             }
-            Ok(Field::content) => match scan.peek()? {
+            Field::content => match scan.peek()? {
                 b'"' => scan.string().map(drop),
                 _ => scan.null(),
             },
-            Ok(Field::tool_calls) if scan.peek()? == b'[' => scan.objects(|scan| {
+            Field::tool_calls if scan.peek()? == b'[' => scan.objects(|scan| {
                 if fragments.len() == MOST {
                     return None;
                 }
@@ -242,8 +257,8 @@ impl<'a> Scan<'a> {
         let mut index = None;
         let mut id = None;
         let mut function = None;
-        self.chunk_fields(&["index"], false, |scan, key| match key {
-            Err(_) => scan.chunk_index(&mut index),
+        self.fields_with(&["index"], false, |scan, key| match key {
+            Err(_) => scan.index_or_null(&mut index),
             Ok(Field::id) => scan.plain_or_null(&mut id),
             Ok(Field::kind) => {
                 let mut kind = None;
@@ -271,9 +286,9 @@ impl<'a> Scan<'a> {
     fn chunk_function(&mut self) -> Option<(Option<&'a str>, Cow<'a, str>)> {
         let mut name = None;
         let mut arguments = Cow::Borrowed("");
-        self.chunk_fields(&[], false, |scan, key| match key {
-            Ok(Field::name) => scan.plain_or_null(&mut name),
-            Ok(Field::arguments) if scan.peek()? == b'"' => {
+        self.fields(|scan, field| match field {
+            Field::name => scan.plain_or_null(&mut name),
+            Field::arguments if scan.peek()? == b'"' => {
                 arguments = scan.unquoted()?;
                 Some(())
             }

@@ -58,9 +58,9 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
     }
     let (mut kind, mut item_id, mut output_index) = (None, None, None);
     let (mut delta, mut response) = (None, false);
-    scan.chunk_fields(&ROOT_KEYS, true, |scan, key| match key {
+    scan.fields_with(&ROOT_KEYS, true, |scan, key| match key {
         Err(0) => scan.plain_or_null(&mut item_id),
-        Err(1) => scan.chunk_index(&mut output_index),
+        Err(1) => scan.index_or_null(&mut output_index),
         Err(_) => scan.skip(),
         Ok(Field::kind) => {
             kind = Some(scan.plain()?);
@@ -104,27 +104,18 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
 impl Scan<'_> {
     /// A response as it starts: no output yet.
     fn started_response(&mut self) -> Option<()> {
-        self.chunk_fields(&[], false, |scan, key| match key {
-            Ok(
-                Field::id
-                | Field::model
-                | Field::status
-                | Field::tools
-                | Field::previous_response_id
-                | Field::conversation,
-            ) => scan.skip(),
-            Ok(Field::object) => match scan.value(Take::IsList)? {
+        self.fields(|scan, field| match field {
+            Field::id
+            | Field::model
+            | Field::status
+            | Field::tools
+            | Field::previous_response_id
+            | Field::conversation => scan.skip(),
+            Field::object => match scan.value(Take::IsList)? {
                 Value::IsList(false) => Some(()),
                 _ => None,
             },
-            Ok(Field::output) if scan.peek()? == b'[' => {
-                scan.open()?;
-                scan.at += 1;
-                scan.space();
-                scan.eat(b']')?;
-                scan.depth -= 1;
-                Some(())
-            }
+            Field::output if scan.peek()? == b'[' => scan.empty_list(),
             _ => scan.null(),
         })
     }

@@ -153,36 +153,41 @@ impl Split {
     fn push(
         &mut self,
         chunk: &[u8],
-        mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+        each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
     ) -> Result<(), TooLarge> {
         match self {
             Split::Sse(framer) => framer.push_each(chunk, each),
             Split::Sequence(splitter) => {
                 let mut documents = Vec::new();
                 let status = splitter.push(chunk, &mut documents);
-                for document in &documents {
-                    if each(document.as_event()).is_break() {
-                        break;
-                    }
-                }
+                each_document(&documents, each);
                 status
             }
         }
     }
 
     /// What is left when the stream ends, to `each`.
-    fn finish(&mut self, mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>) {
+    fn finish(&mut self, each: impl FnMut(EventRef<'_>) -> ControlFlow<()>) {
         match self {
             Split::Sse(framer) => framer.finish_each(each),
             Split::Sequence(splitter) => {
                 let mut documents = Vec::new();
                 splitter.finish(&mut documents);
-                for document in &documents {
-                    if each(document.as_event()).is_break() {
-                        break;
-                    }
-                }
+                each_document(&documents, each);
             }
+        }
+    }
+}
+
+/// Each document of a JSON sequence, as an event, to `each`, until it
+/// breaks.
+fn each_document(
+    documents: &[sequence::Document],
+    mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+) {
+    for document in documents {
+        if each(document.as_event()).is_break() {
+            break;
         }
     }
 }
@@ -620,18 +625,17 @@ impl Reader {
 
 /// Debug builds: a chunk the short path read
 /// ([`fast::chunk`](crate::detect::fast::chunk)) is what the general
-/// reading reads: within the nesting bound, a Chat chunk (no type, no
-/// error), the same [`openai_chat::Chunk`], and a census that finds no
-/// call the Chat decoder does not read.
+/// reading reads, a Chat chunk with no type: see [`same_event`].
 #[cfg(debug_assertions)]
 pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limits: &Limits) {
-    let probe = general_probe(text, limits);
-    assert_eq!(probe.kind(), None, "{text}");
-    assert!(!probe.is_error(None), "{text}");
-    assert_eq!(probe.route(None), Route::OpenAiChat, "{text}");
-    let general = openai_chat::read(&probe).expect("serde reads the chunk");
-    assert_eq!(general.as_ref(), Some(chunk), "{text}");
-    clean_census(text, Route::OpenAiChat, None, limits);
+    same_event(
+        text,
+        None,
+        Route::OpenAiChat,
+        chunk,
+        limits,
+        openai_chat::read,
+    );
 }
 
 /// Debug builds: an Anthropic event the short path read
@@ -644,7 +648,7 @@ pub(crate) fn same_light<'a>(
     light: &anthropic::Light<'a>,
     limits: &Limits,
 ) {
-    same_event(text, kind, Route::Anthropic, light, limits, |probe| {
+    same_event(text, Some(kind), Route::Anthropic, light, limits, |probe| {
         anthropic::light(probe, kind)
     });
 }
@@ -659,31 +663,37 @@ pub(crate) fn same_item<'a>(
     light: &openai_responses::Light<'a>,
     limits: &Limits,
 ) {
-    same_event(text, kind, Route::OpenAiResponses, light, limits, |probe| {
-        openai_responses::light(probe, kind)
-    });
+    same_event(
+        text,
+        Some(kind),
+        Route::OpenAiResponses,
+        light,
+        limits,
+        |probe| openai_responses::light(probe, kind),
+    );
 }
 
-/// Debug builds: an event of type `kind` a short path read into `taken`
-/// is what the general reading reads: within the nesting bound, no error,
-/// routed to `route`, read by serde (`general`) into the same value, and a
-/// census that finds no call the decoder does not read.
+/// Debug builds: an event of type `kind` (none: no type) a short path
+/// read into `taken` is what the general reading reads: within the
+/// nesting bound, no error, routed to `route`, read by serde (`general`)
+/// into the same value, and a census that finds no call the decoder does
+/// not read.
 #[cfg(debug_assertions)]
 fn same_event<'a, T: PartialEq + std::fmt::Debug>(
     text: &'a str,
-    kind: &str,
+    kind: Option<&str>,
     route: Route,
     taken: &T,
     limits: &Limits,
     general: impl FnOnce(&Probe<'a>) -> Result<Option<T>, serde_json::Error>,
 ) {
     let probe = general_probe(text, limits);
-    assert_eq!(probe.kind().as_deref(), Some(kind), "{text}");
-    assert!(!probe.is_error(Some(kind)), "{text}");
-    assert_eq!(probe.route(Some(kind)), route, "{text}");
+    assert_eq!(probe.kind().as_deref(), kind, "{text}");
+    assert!(!probe.is_error(kind), "{text}");
+    assert_eq!(probe.route(kind), route, "{text}");
     let general = general(&probe).expect("serde reads the event");
     assert_eq!(general.as_ref(), Some(taken), "{text}");
-    clean_census(text, route, Some(kind), limits);
+    clean_census(text, route, kind, limits);
 }
 
 /// Debug builds: `text` is within the nesting bound, and its probe as the
