@@ -201,6 +201,7 @@ fn describe_schema_error(err: &ValidationError<'_>) -> String {
 /// `arguments` for the whole object.
 fn subject(path: &str) -> String {
     match path.rsplit('/').next() {
+        Some(last) if !path.is_empty() && !last.contains('~') => format!("'{last}'"),
         Some(last) if !path.is_empty() => {
             let last = last.replace("~1", "/").replace("~0", "~");
             format!("'{last}'")

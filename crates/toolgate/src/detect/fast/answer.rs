@@ -67,7 +67,7 @@ use crate::model::{CallKind, Format};
 pub(crate) struct Answer<'a> {
     shape: Shape,
     /// Every call, in order.
-    calls: Vec<Call<'a>>,
+    calls: Calls<'a>,
 }
 
 #[derive(Debug)]
@@ -103,6 +103,10 @@ enum Choice {
     /// when it has no list).
     Message(Option<usize>),
 }
+
+/// The calls of an answer as read: in place for the few that most
+/// answers hold, with no allocation of their own.
+type Calls<'a> = smallvec::SmallVec<[Call<'a>; 4]>;
 
 #[derive(Debug)]
 struct Call<'a> {
@@ -220,7 +224,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     if scan.peek()? != b'{' {
         return None;
     }
-    let mut calls = Vec::new();
+    let mut calls = Calls::new();
     let mut root = Root::default();
     scan.fields(|scan, field| match field {
         // (`id` is kept raw, `model` only seen: neither is read here.)
@@ -328,7 +332,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A Chat Completions response's `choices`.
-    fn choices(&mut self, calls: &mut Vec<Call<'a>>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
+    fn choices(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
         let mut choices = smallvec::SmallVec::new();
         self.objects(|scan| {
             let mut choice = Choice::Empty;
@@ -348,7 +352,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A choice's message.
-    fn message(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Choice> {
+    fn message(&mut self, calls: &mut Calls<'a>) -> Option<Choice> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -377,7 +381,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A `tool_calls` element.
-    fn call(&mut self, calls: &mut Vec<Call<'a>>) -> Option<()> {
+    fn call(&mut self, calls: &mut Calls<'a>) -> Option<()> {
         let mut id = None;
         let mut function = None;
         self.fields(|scan, field| match field {
@@ -438,7 +442,7 @@ impl<'a> Scan<'a> {
     /// not, read ahead as the general reader reads it (a reader of its
     /// own, from a nesting of 0 within what is left of the bound), or text
     /// (`None`), or `null` (`None`).
-    fn content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Content> {
+    fn content(&mut self, calls: &mut Calls<'a>) -> Option<Content> {
         match self.peek()? {
             b'n' => return self.null().map(|()| Content::Text),
             b'"' => return self.string().map(|_| Content::Text),
@@ -466,7 +470,7 @@ impl<'a> Scan<'a> {
 
     /// A content block: whether it is a call (a `tool_use` block; a `text`
     /// block is none).
-    fn block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
         self.fields(|scan, field| match field {
             Field::kind => {
@@ -508,10 +512,7 @@ impl<'a> Scan<'a> {
 impl<'a> Scan<'a> {
     /// A Gemini answer's `candidates`: each one's content, read as the
     /// general reader reads it (ahead, a reader of its own).
-    fn candidates(
-        &mut self,
-        calls: &mut Vec<Call<'a>>,
-    ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
+    fn candidates(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
         let mut candidates = smallvec::SmallVec::new();
         self.objects(|scan| {
             if candidates.len() == MOST_PARTS {
@@ -536,7 +537,7 @@ impl<'a> Scan<'a> {
 
     /// A candidate's content: the model's, and whether each of its parts
     /// is a call.
-    fn gemini_content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Candidate> {
+    fn gemini_content(&mut self, calls: &mut Calls<'a>) -> Option<Candidate> {
         let mut model = false;
         let mut parts = None;
         self.fields(|scan, field| match field {
@@ -562,7 +563,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A part: whether it is a call (a `functionCall`, pushed to `calls`).
-    fn gemini_part(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn gemini_part(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         let mut call = None;
         self.fields(|scan, field| match field {
             Field::functionCall if scan.peek()? == b'{' => {
@@ -603,7 +604,7 @@ impl<'a> Scan<'a> {
     /// A Converse answer's `output`, read ahead as the general reader
     /// reads it: its message, the assistant's, and whether each block of
     /// its `content` is a call.
-    fn converse_output(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Blocks> {
+    fn converse_output(&mut self, calls: &mut Calls<'a>) -> Option<Blocks> {
         let start = self.at;
         let mut ahead = self.ahead_of(start);
         let mut blocks = None;
@@ -642,7 +643,7 @@ impl<'a> Scan<'a> {
 
     /// A Converse content block: whether it is a call (a `toolUse`,
     /// pushed to `calls`).
-    fn converse_block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn converse_block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         let mut call = None;
         self.fields(|scan, field| match field {
             Field::toolUse if scan.peek()? == b'{' => {
