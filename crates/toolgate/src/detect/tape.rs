@@ -722,7 +722,11 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
     let text = |(start, len): (u32, u32)| &text[start as usize..(start + len) as usize];
     // ASCII keys without NUL: a reader that ignores case reads two as
     // one exactly when they are equal but for the case of letters.
-    if keys.len() <= 16 && keys.iter().all(|&key| plain_ascii(text(key))) {
+    if keys.len() <= 16
+        && keys
+            .iter()
+            .all(|&key| text(key).iter().all(|&b| b != 0 && b < 0x80))
+    {
         for (i, &key) in keys.iter().enumerate() {
             let twin = keys[i + 1..]
                 .iter()
@@ -747,15 +751,6 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
         }
     }
     Some(())
-}
-
-/// Whether `bytes` are ASCII without NUL: folded over every byte, with no
-/// early exit, so that the compiler checks many at a time.
-fn plain_ascii(bytes: &[u8]) -> bool {
-    bytes
-        .iter()
-        .fold(0_u8, |bad, &b| bad | u8::from(b == 0) | (b & 0x80))
-        == 0
 }
 
 /// What a JSON string holding JSON text says where a run of the text's

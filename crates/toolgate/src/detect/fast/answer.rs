@@ -67,7 +67,7 @@ use crate::model::{CallKind, Format};
 pub(crate) struct Answer<'a> {
     shape: Shape,
     /// Every call, in order.
-    calls: Calls<'a>,
+    calls: Vec<Call<'a>>,
 }
 
 #[derive(Debug)]
@@ -103,10 +103,6 @@ enum Choice {
     /// when it has no list).
     Message(Option<usize>),
 }
-
-/// The calls of an answer as read: in place for the few that most
-/// answers hold, with no allocation of their own.
-type Calls<'a> = smallvec::SmallVec<[Call<'a>; 4]>;
 
 #[derive(Debug)]
 struct Call<'a> {
@@ -224,7 +220,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     if scan.peek()? != b'{' {
         return None;
     }
-    let mut calls = Calls::new();
+    let mut calls = Vec::new();
     let mut root = Root::default();
     scan.fields(|scan, field| match field {
         // (`id` is kept raw, `model` only seen: neither is read here.)
@@ -332,7 +328,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A Chat Completions response's `choices`.
-    fn choices(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
+    fn choices(&mut self, calls: &mut Vec<Call<'a>>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
         let mut choices = smallvec::SmallVec::new();
         self.objects(|scan| {
             let mut choice = Choice::Empty;
@@ -352,7 +348,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A choice's message.
-    fn message(&mut self, calls: &mut Calls<'a>) -> Option<Choice> {
+    fn message(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Choice> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -381,7 +377,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A `tool_calls` element.
-    fn call(&mut self, calls: &mut Calls<'a>) -> Option<()> {
+    fn call(&mut self, calls: &mut Vec<Call<'a>>) -> Option<()> {
         let mut id = None;
         let mut function = None;
         self.fields(|scan, field| match field {
@@ -442,7 +438,7 @@ impl<'a> Scan<'a> {
     /// not, read ahead as the general reader reads it (a reader of its
     /// own, from a nesting of 0 within what is left of the bound), or text
     /// (`None`), or `null` (`None`).
-    fn content(&mut self, calls: &mut Calls<'a>) -> Option<Content> {
+    fn content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Content> {
         match self.peek()? {
             b'n' => return self.null().map(|()| Content::Text),
             b'"' => return self.string().map(|_| Content::Text),
@@ -470,7 +466,7 @@ impl<'a> Scan<'a> {
 
     /// A content block: whether it is a call (a `tool_use` block; a `text`
     /// block is none).
-    fn block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
+    fn block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
         self.fields(|scan, field| match field {
             Field::kind => {
@@ -512,7 +508,10 @@ impl<'a> Scan<'a> {
 impl<'a> Scan<'a> {
     /// A Gemini answer's `candidates`: each one's content, read as the
     /// general reader reads it (ahead, a reader of its own).
-    fn candidates(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
+    fn candidates(
+        &mut self,
+        calls: &mut Vec<Call<'a>>,
+    ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
         let mut candidates = smallvec::SmallVec::new();
         self.objects(|scan| {
             if candidates.len() == MOST_PARTS {
@@ -537,7 +536,7 @@ impl<'a> Scan<'a> {
 
     /// A candidate's content: the model's, and whether each of its parts
     /// is a call.
-    fn gemini_content(&mut self, calls: &mut Calls<'a>) -> Option<Candidate> {
+    fn gemini_content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Candidate> {
         let mut model = false;
         let mut parts = None;
         self.fields(|scan, field| match field {
@@ -563,7 +562,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A part: whether it is a call (a `functionCall`, pushed to `calls`).
-    fn gemini_part(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
+    fn gemini_part(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
         let mut call = None;
         self.fields(|scan, field| match field {
             Field::functionCall if scan.peek()? == b'{' => {
@@ -604,7 +603,7 @@ impl<'a> Scan<'a> {
     /// A Converse answer's `output`, read ahead as the general reader
     /// reads it: its message, the assistant's, and whether each block of
     /// its `content` is a call.
-    fn converse_output(&mut self, calls: &mut Calls<'a>) -> Option<Blocks> {
+    fn converse_output(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Blocks> {
         let start = self.at;
         let mut ahead = self.ahead_of(start);
         let mut blocks = None;
@@ -643,7 +642,7 @@ impl<'a> Scan<'a> {
 
     /// A Converse content block: whether it is a call (a `toolUse`,
     /// pushed to `calls`).
-    fn converse_block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
+    fn converse_block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
         let mut call = None;
         self.fields(|scan, field| match field {
             Field::toolUse if scan.peek()? == b'{' => {
