@@ -697,52 +697,49 @@ impl Answer<'_> {
             // assistant, its `tool_calls` as a list of calls, each read
             // through its `function`.
             Shape::Chat(choices) => {
-                out.descend();
-                out.saw(Format::OpenAiChat);
-                for choice in choices {
-                    out.listed = false;
-                    out.descend();
-                    if let Choice::Message(listed) = choice {
-                        out.saw(Format::Generic);
-                        assistant(out, |out| {
-                            if let Some(count) = listed {
-                                out.saw(Format::Generic);
-                                out.expect_calls(count);
-                                for call in calls.by_ref().take(count) {
-                                    out.descend();
-                                    call.record(Format::OpenAiChat, out);
-                                    out.ascend();
-                                }
+                let messages = choices.into_iter().map(|choice| match choice {
+                    Choice::Message(listed) => Some(listed),
+                    Choice::Empty => None,
+                });
+                each_message(
+                    out,
+                    Format::OpenAiChat,
+                    messages,
+                    Format::Generic,
+                    |out, listed| {
+                        if let Some(count) = listed {
+                            out.saw(Format::Generic);
+                            out.expect_calls(count);
+                            for call in calls.by_ref().take(count) {
+                                out.descend();
+                                call.record(Format::OpenAiChat, out);
+                                out.ascend();
                             }
-                        });
-                    }
-                    out.ascend();
-                }
-                out.ascend();
+                        }
+                    },
+                );
             }
             // The root's `candidates` are Gemini's; each candidate holds no
             // call of its own, its content is a message of the model whose
-            // `parts` are Gemini's; each part holds its call through its
-            // `functionCall`.
+            // `parts` are Gemini's (its `content` row is Anthropic's); each
+            // part holds its call through its `functionCall`.
             Shape::Gemini(candidates) => {
-                out.descend();
-                out.saw(Format::Gemini);
-                for candidate in candidates {
-                    out.listed = false;
-                    out.descend();
-                    if let Candidate::Content(parts) = candidate {
-                        // (The `content` row is Anthropic's.)
-                        out.saw(Format::Anthropic);
-                        assistant(out, |out| {
-                            if let Some(parts) = parts {
-                                out.saw(Format::Gemini);
-                                elements(out, parts, &mut calls, Format::Gemini, false);
-                            }
-                        });
-                    }
-                    out.ascend();
-                }
-                out.ascend();
+                let contents = candidates.into_iter().map(|candidate| match candidate {
+                    Candidate::Content(parts) => Some(parts),
+                    Candidate::Empty => None,
+                });
+                each_message(
+                    out,
+                    Format::Gemini,
+                    contents,
+                    Format::Anthropic,
+                    |out, parts| {
+                        if let Some(parts) = parts {
+                            out.saw(Format::Gemini);
+                            elements(out, parts, &mut calls, Format::Gemini, false);
+                        }
+                    },
+                );
             }
             // The root's `output` (the Responses row) holds a message of the
             // assistant whose `content` blocks hold their calls through
@@ -771,6 +768,31 @@ impl Answer<'_> {
             }),
         }
     }
+}
+
+/// A list (seen as `list`) of objects that hold no call of their own, each
+/// holding a message of the assistant or none (`messages`); a message is
+/// seen through a key of the `row` format, and its containers are read by
+/// `message` within the assistant's turn.
+fn each_message<T>(
+    out: &mut Collector<'_>,
+    list: Format,
+    messages: impl IntoIterator<Item = Option<T>>,
+    row: Format,
+    mut message: impl FnMut(&mut Collector<'_>, T),
+) {
+    out.descend();
+    out.saw(list);
+    for held in messages {
+        out.listed = false;
+        out.descend();
+        if let Some(held) = held {
+            out.saw(row);
+            assistant(out, |out| message(out, held));
+        }
+        out.ascend();
+    }
+    out.ascend();
 }
 
 /// The elements of a list, each an object that holds a call or none
