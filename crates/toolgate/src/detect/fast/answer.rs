@@ -512,11 +512,7 @@ impl<'a> Scan<'a> {
         &mut self,
         calls: &mut Vec<Call<'a>>,
     ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
-        let mut candidates = smallvec::SmallVec::new();
-        self.objects(|scan| {
-            if candidates.len() == MOST_PARTS {
-                return None;
-            }
+        self.few_objects(|scan| {
             let mut content = Candidate::Empty;
             scan.fields(|scan, field| match field {
                 Field::content if scan.peek()? == b'{' => {
@@ -528,10 +524,48 @@ impl<'a> Scan<'a> {
                 }
                 _ => scan.null(),
             })?;
-            candidates.push(content);
+            Some(content)
+        })
+    }
+
+    /// A list of at most [`MOST_PARTS`] objects, each read by `item`.
+    fn few_objects<A: smallvec::Array>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Option<A::Item>,
+    ) -> Option<smallvec::SmallVec<A>> {
+        let mut items = smallvec::SmallVec::new();
+        self.objects(|scan| {
+            if items.len() == MOST_PARTS {
+                return None;
+            }
+            items.push(item(scan)?);
             Some(())
         })?;
-        Some(candidates)
+        Some(items)
+    }
+
+    /// A list element whose call (pushed to `calls`), if any, is the object
+    /// of its key `wrapper`, read by `read`: whether it holds one.
+    fn wrapped_call(
+        &mut self,
+        wrapper: Field,
+        calls: &mut Vec<Call<'a>>,
+        mut read: impl FnMut(&mut Self) -> Option<Call<'a>>,
+    ) -> Option<bool> {
+        let mut call = None;
+        self.fields(|scan, field| match field {
+            field if field == wrapper && scan.peek()? == b'{' => {
+                call = Some(read(scan)?);
+                Some(())
+            }
+            _ => scan.null(),
+        })?;
+        let Some(call) = call else {
+            return Some(false);
+        };
+        calls.push(call);
+        within_bound(calls.len())?;
+        Some(true)
     }
 
     /// A candidate's content: the model's, and whether each of its parts
@@ -545,15 +579,7 @@ impl<'a> Scan<'a> {
                 model.then_some(())
             }
             Field::parts if scan.peek()? == b'[' => {
-                let mut blocks = Blocks::new();
-                scan.objects(|scan| {
-                    if blocks.len() == MOST_PARTS {
-                        return None;
-                    }
-                    blocks.push(scan.gemini_part(calls)?);
-                    Some(())
-                })?;
-                parts = Some(blocks);
+                parts = Some(scan.few_objects(|scan| scan.gemini_part(calls))?);
                 Some(())
             }
             _ => scan.null(),
@@ -563,41 +589,30 @@ impl<'a> Scan<'a> {
 
     /// A part: whether it is a call (a `functionCall`, pushed to `calls`).
     fn gemini_part(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
-        let mut call = None;
-        self.fields(|scan, field| match field {
-            Field::functionCall if scan.peek()? == b'{' => {
-                let (mut id, mut name, mut args) = (None, None, ArgSource::Absent);
-                scan.fields(|scan, field| match field {
-                    Field::id if scan.peek()? == b'n' => scan.null(),
-                    Field::id => {
-                        id = Some(scan.plain()?);
-                        Some(())
-                    }
-                    Field::name => {
-                        name = Some(scan.plain()?);
-                        Some(())
-                    }
-                    Field::args => {
-                        args = scan.arguments_of(Field::args)?;
-                        Some(())
-                    }
-                    _ => scan.null(),
-                })?;
-                call = Some(Call {
-                    id,
-                    name: name?,
-                    args,
-                });
-                Some(())
-            }
-            _ => scan.null(),
-        })?;
-        let Some(call) = call else {
-            return Some(false);
-        };
-        calls.push(call);
-        within_bound(calls.len())?;
-        Some(true)
+        self.wrapped_call(Field::functionCall, calls, |scan| {
+            let (mut id, mut name, mut args) = (None, None, ArgSource::Absent);
+            scan.fields(|scan, field| match field {
+                Field::id if scan.peek()? == b'n' => scan.null(),
+                Field::id => {
+                    id = Some(scan.plain()?);
+                    Some(())
+                }
+                Field::name => {
+                    name = Some(scan.plain()?);
+                    Some(())
+                }
+                Field::args => {
+                    args = scan.arguments_of(Field::args)?;
+                    Some(())
+                }
+                _ => scan.null(),
+            })?;
+            Some(Call {
+                id,
+                name: name?,
+                args,
+            })
+        })
     }
 
     /// A Converse answer's `output`, read ahead as the general reader
@@ -618,16 +633,8 @@ impl<'a> Scan<'a> {
                     Field::content if scan.peek()? == b'[' => {
                         let start = scan.at;
                         let mut ahead = scan.ahead_of(start);
-                        let mut list = Blocks::new();
-                        ahead.objects(|scan| {
-                            if list.len() == MOST_PARTS {
-                                return None;
-                            }
-                            list.push(scan.converse_block(calls)?);
-                            Some(())
-                        })?;
+                        blocks = Some(ahead.few_objects(|scan| scan.converse_block(calls))?);
                         scan.at = start + ahead.at;
-                        blocks = Some(list);
                         Some(())
                     }
                     _ => scan.null(),
@@ -643,43 +650,32 @@ impl<'a> Scan<'a> {
     /// A Converse content block: whether it is a call (a `toolUse`,
     /// pushed to `calls`).
     fn converse_block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
-        let mut call = None;
-        self.fields(|scan, field| match field {
-            Field::toolUse if scan.peek()? == b'{' => {
-                let (mut id, mut name, mut input) = (None, None, ArgSource::Absent);
-                // (`toolUseId` is a rare key: given twice, the general
-                // reader refuses it, and so does this one.)
-                scan.fields_with(&["toolUseId"], false, |scan, key| match key {
-                    Err(_) => {
-                        id = Some(scan.plain()?);
-                        Some(())
-                    }
-                    Ok(Field::name) => {
-                        name = Some(scan.plain()?);
-                        Some(())
-                    }
-                    // (An `input` list is read as a container.)
-                    Ok(Field::input) if scan.peek()? != b'[' => {
-                        input = scan.arguments_of(Field::input)?;
-                        Some(())
-                    }
-                    Ok(_) => scan.null(),
-                })?;
-                call = Some(Call {
-                    id,
-                    name: name?,
-                    args: input,
-                });
-                Some(())
-            }
-            _ => scan.null(),
-        })?;
-        let Some(call) = call else {
-            return Some(false);
-        };
-        calls.push(call);
-        within_bound(calls.len())?;
-        Some(true)
+        self.wrapped_call(Field::toolUse, calls, |scan| {
+            let (mut id, mut name, mut input) = (None, None, ArgSource::Absent);
+            // (`toolUseId` is a rare key: given twice, the general reader
+            // refuses it, and so does this one.)
+            scan.fields_with(&["toolUseId"], false, |scan, key| match key {
+                Err(_) => {
+                    id = Some(scan.plain()?);
+                    Some(())
+                }
+                Ok(Field::name) => {
+                    name = Some(scan.plain()?);
+                    Some(())
+                }
+                // (An `input` list is read as a container.)
+                Ok(Field::input) if scan.peek()? != b'[' => {
+                    input = scan.arguments_of(Field::input)?;
+                    Some(())
+                }
+                Ok(_) => scan.null(),
+            })?;
+            Some(Call {
+                id,
+                name: name?,
+                args: input,
+            })
+        })
     }
 }
 
