@@ -508,10 +508,10 @@ fn reused_ids_tabled(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
 /// (a `not_allowed` suggestion stays in the violation's message only).
 fn failure_line(violation: &Violation) -> &str {
     match violation.code {
-        ViolationCode::NotAllowed => violation
-            .message
-            .split_once(name::SUGGESTION)
-            .map_or(violation.message.as_str(), |(line, _)| line),
+        ViolationCode::NotAllowed => match &violation.tool {
+            Some(tool) => name::failure_line(&violation.message, tool),
+            None => &violation.message,
+        },
         _ => &violation.message,
     }
 }

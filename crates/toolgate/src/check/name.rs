@@ -9,7 +9,22 @@ use crate::verdict::{Violation, ViolationCode};
 
 /// Where a `not_allowed` message turns from the documented failure wording
 /// (`tool call 'x' is not an allowed tool`) to the suggestion for the model.
-pub(crate) const SUGGESTION: &str = " (closest allowed tool: ";
+const SUGGESTION: &str = " (closest allowed tool: ";
+
+/// What follows a name that no list allows, in the documented wording.
+const NOT_ALLOWED: &str = "' is not an allowed tool";
+
+/// A `not_allowed` violation's line in `failures`: its `message` in the
+/// documented wording, without the suggestion for the model (the call is
+/// named `name`; whatever the name holds, the line ends where its message
+/// says the name ends).
+pub(crate) fn failure_line<'m>(message: &'m str, name: &str) -> &'m str {
+    let end = "tool call '".len() + name.len() + NOT_ALLOWED.len();
+    match (message.get(..end), message.get(end..)) {
+        (Some(line), Some(rest)) if rest.starts_with(SUGGESTION) => line,
+        _ => message,
+    }
+}
 
 /// The fast path: a name the policy lists exactly and that looks like no
 /// forbidden name, or any name when nothing restricts names.
@@ -65,9 +80,9 @@ pub(crate) fn violation(
     }
     let message = match list.closest(name) {
         Some(closest) => {
-            format!("tool call '{name}' is not an allowed tool{SUGGESTION}'{closest}')")
+            format!("tool call '{name}{NOT_ALLOWED}{SUGGESTION}'{closest}')")
         }
-        None => format!("tool call '{name}' is not an allowed tool (no tool is allowed)"),
+        None => format!("tool call '{name}{NOT_ALLOWED} (no tool is allowed)"),
     };
     Some(Violation::call(
         ViolationCode::NotAllowed,
@@ -112,4 +127,23 @@ pub(crate) fn safe_names(policy: &Policy) -> rustc_hash::FxHashSet<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_line_ends_where_the_name_does() {
+        let policy = Policy::from_text("allowed_functions: [get_weather]", None).unwrap();
+        for name in ["get_wether", "x (closest allowed tool: 'y')", "'"] {
+            let violation = violation(&policy, None, 0, name).unwrap();
+            assert_eq!(
+                failure_line(&violation.message, name),
+                format!("tool call '{name}' is not an allowed tool"),
+            );
+        }
+        let none = "tool call 'x' is not an allowed tool (no tool is allowed)";
+        assert_eq!(failure_line(none, "x"), none);
+    }
 }

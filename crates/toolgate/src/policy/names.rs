@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// The key two names share when they differ only in ways a reader (or an
 /// executor that normalises names) would not see: trimmed, invisible and
@@ -31,13 +32,47 @@ pub fn fold(name: &str) -> String {
 /// invisible characters; separators are kept, so that a namespace can still
 /// be told from the name.
 fn visible_skeleton(name: &str) -> String {
-    let lower = name.trim().to_lowercase();
+    let name = name.trim();
+    ascii_skeleton(name).unwrap_or_else(|| general_skeleton(name))
+}
+
+/// [`visible_skeleton`] of a trimmed name, whatever it is written in.
+fn general_skeleton(name: &str) -> String {
+    let lower = name.to_lowercase();
     let skeleton: String = unicode_security::skeleton(&lower).collect();
     skeleton
         .to_lowercase()
         .chars()
         .filter(|&c| !is_invisible(c))
         .collect()
+}
+
+/// [`visible_skeleton`] of a trimmed name written in ASCII, from each
+/// character's own, when each is ASCII too (`None` otherwise). The same
+/// text: an ASCII name is its own decomposition and holds nothing
+/// ignorable or invisible, its lower case is each character's, and the
+/// skeleton maps one character at a time, so that, where what each maps
+/// to is ASCII (nothing to decompose, nothing to reorder), the skeleton of
+/// the name is its characters' skeletons one after the other.
+fn ascii_skeleton(name: &str) -> Option<String> {
+    /// Per ASCII character: its visible skeleton, where that is ASCII.
+    static TABLE: OnceLock<Vec<Option<Box<str>>>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        (0_u8..128)
+            .map(|byte| {
+                let skeleton = general_skeleton(&char::from(byte).to_string());
+                skeleton.is_ascii().then(|| skeleton.into_boxed_str())
+            })
+            .collect()
+    });
+    if !name.is_ascii() {
+        return None;
+    }
+    let mut out = String::with_capacity(name.len() + 4);
+    for byte in name.bytes() {
+        out.push_str(table[usize::from(byte)].as_deref()?);
+    }
+    Some(out)
 }
 
 /// Drop the separators of a visible skeleton.
@@ -155,18 +190,34 @@ fn without_provider(text: &str) -> &str {
 fn split_server(text: &str) -> (Option<&str>, &str) {
     let named = |server: &str, tool: &str| !squash(server).is_empty() && !squash(tool).is_empty();
     if let Some(after) = text.strip_prefix(mcp_prefix()) {
-        if let Some((server, tool)) = after.split_once("__") {
+        if let Some((server, tool)) = split_at_underscores(after, 2) {
             if named(server, tool) {
                 return (Some(server), tool);
             }
         }
     }
-    if let Some((target, tool)) = text.split_once("___") {
+    if let Some((target, tool)) = split_at_underscores(text, 3) {
         if named(target, tool) {
             return (Some(target), tool);
         }
     }
     (None, text)
+}
+
+/// `text` split around the first run of `count` underscores, as
+/// `split_once` splits it (without setting up a substring search for a
+/// short name).
+fn split_at_underscores(text: &str, count: usize) -> Option<(&str, &str)> {
+    let bytes = text.as_bytes();
+    let mut run = 0;
+    for (at, &byte) in bytes.iter().enumerate() {
+        run = if byte == b'_' { run + 1 } else { 0 };
+        if run == count {
+            let start = at + 1 - count;
+            return Some((&text[..start], &text[at + 1..]));
+        }
+    }
+    None
 }
 
 /// Entries written for tool names, found from a call's name: every entry
@@ -306,37 +357,86 @@ impl<T> Keyed<T> {
 pub struct NameSet {
     names: Vec<String>,
     index: ToolIndex,
-    /// `fold` of each name, its length in characters and its [`Bag`], in
-    /// the order of `names`, for suggestions.
-    folds: Vec<(String, usize, Bag)>,
+    /// `fold` of each name and its length in characters, in the order of
+    /// `names`, for suggestions.
+    folds: Vec<(String, usize)>,
 }
 
-/// How many of each kind of character a name holds, characters sorted
-/// into 64 kinds by their code point: the characters one name holds
-/// beyond another's (counted either way, the larger count taken) are
-/// edits no alignment avoids, so no more than the distance between them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Bag([u8; 64]);
+/// A text of at most 64 characters, set to have its optimal string
+/// alignment distance to others measured (the distance `strsim`'s
+/// `osa_distance` measures, a bit of a machine word a character of the
+/// text: Hyyrö's bit-vector algorithm, 2003), a few instructions a
+/// character of the other text.
+struct Pattern {
+    /// Per ASCII character: where the text holds it, a bit a position.
+    ascii: [u64; 128],
+    /// The same for its other characters.
+    other: SmallVec<[(char, u64); 4]>,
+    len: usize,
+}
 
-impl Bag {
-    fn of(text: &str) -> Bag {
-        let mut bag = [0_u8; 64];
-        for c in text.chars() {
-            let kind = &mut bag[c as usize & 63];
-            *kind = kind.saturating_add(1);
+impl Pattern {
+    /// `text`'s pattern; only its first 64 characters count.
+    fn of(text: &str) -> Pattern {
+        let mut pattern = Pattern {
+            ascii: [0; 128],
+            other: SmallVec::new(),
+            len: 0,
+        };
+        for (at, c) in text.chars().take(64).enumerate() {
+            let bit = 1_u64 << at;
+            match usize::try_from(u32::from(c)).ok().filter(|&c| c < 128) {
+                Some(ascii) => pattern.ascii[ascii] |= bit,
+                None => match pattern.other.iter_mut().find(|(other, _)| *other == c) {
+                    Some((_, bits)) => *bits |= bit,
+                    None => pattern.other.push((c, bit)),
+                },
+            }
+            pattern.len = at + 1;
         }
-        Bag(bag)
+        pattern
     }
 
-    /// At most the optimal string alignment distance between the two
-    /// texts (and no more than 255).
-    fn bound(&self, other: &Bag) -> usize {
-        let (mut more, mut fewer) = (0_usize, 0_usize);
-        for (a, b) in self.0.iter().zip(&other.0) {
-            more += usize::from(a.saturating_sub(*b));
-            fewer += usize::from(b.saturating_sub(*a));
+    fn positions(&self, c: char) -> u64 {
+        match usize::try_from(u32::from(c)).ok().filter(|&c| c < 128) {
+            Some(ascii) => self.ascii[ascii],
+            None => self
+                .other
+                .iter()
+                .find(|(other, _)| *other == c)
+                .map_or(0, |&(_, bits)| bits),
         }
-        more.max(fewer)
+    }
+
+    /// The optimal string alignment distance from the text to `other`.
+    fn distance(&self, other: &str) -> usize {
+        if self.len == 0 {
+            return other.chars().count();
+        }
+        let last = 1_u64 << (self.len - 1);
+        let (mut vp, mut vn, mut d0, mut before) = (!0_u64, 0_u64, 0_u64, 0_u64);
+        let mut distance = self.len;
+        for c in other.chars() {
+            let here = self.positions(c);
+            // Where a transposition of this character and the one before
+            // it ends a match.
+            let swapped = ((!d0 & here) << 1) & before;
+            d0 = ((((here & vp).wrapping_add(vp)) ^ vp) | here | vn) | swapped;
+            let hp = vn | !(d0 | vp);
+            let hn = d0 & vp;
+            if hp & last != 0 {
+                distance += 1;
+            }
+            if hn & last != 0 {
+                distance -= 1;
+            }
+            let hp = (hp << 1) | 1;
+            let hn = hn << 1;
+            vp = hn | !(d0 | hp);
+            vn = hp & d0;
+            before = here;
+        }
+        distance
     }
 }
 
@@ -357,8 +457,7 @@ impl NameSet {
         self.names.push(name.to_owned());
         let folded = fold(name);
         let chars = folded.chars().count();
-        let bag = Bag::of(&folded);
-        self.folds.push((folded, chars, bag));
+        self.folds.push((folded, chars));
     }
 
     #[must_use]
@@ -400,24 +499,21 @@ impl NameSet {
         }
         let folded: String = fold(name).chars().take(64).collect();
         let chars = folded.chars().count();
-        let bag = Bag::of(&folded);
-        // The first name at the smallest distance. A name whose length or
-        // characters alone put it as far as the best so far is not
-        // measured: the distance is at least the difference in length,
-        // and at least the characters one holds beyond the other's.
-        let mut best: Option<(usize, &str)> = None;
-        for ((candidate, length, other), name) in self.folds.iter().zip(&self.names) {
-            if best.is_some_and(|(distance, _)| {
-                chars.abs_diff(*length) >= distance || bag.bound(other) >= distance
-            }) {
+        let pattern = Pattern::of(&folded);
+        // The first name at the smallest distance. A name whose length
+        // alone puts it as far as the best so far is not measured: the
+        // distance is at least the difference in length.
+        let mut best: Option<(usize, usize)> = None;
+        for (at, (candidate, length)) in self.folds.iter().enumerate() {
+            if best.is_some_and(|(shortest, _)| chars.abs_diff(*length) >= shortest) {
                 continue;
             }
-            let distance = strsim::osa_distance(&folded, candidate);
+            let distance = pattern.distance(candidate);
             if best.is_none_or(|(shortest, _)| distance < shortest) {
-                best = Some((distance, name));
+                best = Some((distance, at));
             }
         }
-        best.map(|(_, name)| name)
+        best.map(|(_, at)| self.names[at].as_str())
     }
 }
 
@@ -568,7 +664,56 @@ mod tests {
         assert_eq!(NameSet::default().closest("x"), None);
     }
 
+    #[test]
+    fn ascii_names_skeleton_as_any_name() {
+        let every: String = (0_u8..128).map(char::from).collect();
+        assert_eq!(visible_skeleton(&every), general_skeleton(every.trim()));
+        for name in [
+            "rn",
+            "m",
+            "l1I|",
+            "0O",
+            "mcp__db__x",
+            "`a`",
+            "Delete_User",
+            " a b ",
+        ] {
+            assert_eq!(
+                visible_skeleton(name),
+                general_skeleton(name.trim()),
+                "{name:?}"
+            );
+        }
+        // What each character maps to is ASCII for every letter, digit and
+        // separator a tool name is written with.
+        assert!(ascii_skeleton("azAZ09_-./:").is_some());
+    }
+
     proptest::proptest! {
+        /// A name splits where `split_once` splits it.
+        #[test]
+        fn underscores_split_as_split_once(text in "[a_\u{e9}]{0,12}", count in 2_usize..4) {
+            let needle = "_".repeat(count);
+            proptest::prop_assert_eq!(split_at_underscores(&text, count), text.split_once(needle.as_str()));
+        }
+
+        /// The bit-vector distance is the one measured cell by cell.
+        #[test]
+        fn patterns_measure_the_osa_distance(
+            text in proptest::prop_oneof!["[a-d]{0,12}", "[a-z_\u{430}\u{e9}]{0,70}", "[ab\u{430}]{60,64}"],
+            other in proptest::prop_oneof!["[a-d]{0,12}", "[a-z_\u{430}\u{e9}]{0,80}"],
+        ) {
+            let counted: String = text.chars().take(64).collect();
+            proptest::prop_assert_eq!(Pattern::of(&text).distance(&other), strsim::osa_distance(&counted, &other));
+        }
+
+        /// Every ASCII name, and any other, folds as the general reduction
+        /// folds it.
+        #[test]
+        fn skeletons_are_the_general_ones(name in proptest::prop_oneof!["[ -~]{0,24}", "[\\x00-\\x7f]{0,12}", "[a-z_\u{430}\u{0300}m`]{0,12}"]) {
+            proptest::prop_assert_eq!(visible_skeleton(&name), general_skeleton(name.trim()));
+        }
+
         /// The suggestion is the first name at the smallest distance, as
         /// measuring every name finds it.
         #[test]
@@ -582,7 +727,7 @@ mod tests {
                 set.folds
                     .iter()
                     .zip(&set.names)
-                    .map(|((candidate, _, _), listed)| (strsim::osa_distance(&folded, candidate), listed))
+                    .map(|((candidate, _), listed)| (strsim::osa_distance(&folded, candidate), listed))
                     .min_by_key(|(distance, _)| *distance)
                     .map(|(_, listed)| listed.as_str())
             });
