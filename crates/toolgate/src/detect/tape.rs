@@ -722,11 +722,7 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
     let text = |(start, len): (u32, u32)| &text[start as usize..(start + len) as usize];
     // ASCII keys without NUL: a reader that ignores case reads two as
     // one exactly when they are equal but for the case of letters.
-    if keys.len() <= 16
-        && keys
-            .iter()
-            .all(|&key| text(key).iter().all(|&b| b != 0 && b < 0x80))
-    {
+    if keys.len() <= 16 && keys.iter().all(|&key| plain_ascii(text(key))) {
         for (i, &key) in keys.iter().enumerate() {
             let twin = keys[i + 1..]
                 .iter()
@@ -751,6 +747,27 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// Whether `key` is ASCII without NUL, eight bytes at a time.
+fn plain_ascii(key: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte's high bit: past ASCII, or (borrowed through) a NUL.
+    let odd = |word: &[u8]| {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        (word | (word.wrapping_sub(ONES) & !word)) & HIGH
+    };
+    if key.len() < 8 {
+        return key.iter().all(|&b| b != 0 && b < 0x80);
+    }
+    let mut chunks = key.chunks_exact(8);
+    let mut found = (&mut chunks).fold(0, |found, chunk| found | odd(chunk));
+    if !chunks.remainder().is_empty() {
+        // The last eight bytes, over some already seen.
+        found |= odd(&key[key.len() - 8..]);
+    }
+    found == 0
 }
 
 /// What a JSON string holding JSON text says where a run of the text's
@@ -990,6 +1007,20 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
         TapeItems {
             tape: self.0.tape,
             items: self.0.tape.elements(self.0.at),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_ascii;
+
+    proptest::proptest! {
+        /// Eight bytes at a time, a key is plain ASCII exactly when each
+        /// of its bytes is.
+        #[test]
+        fn plain_ascii_keys_are_told_as_byte_by_byte(key in proptest::collection::vec(proptest::prop_oneof![0_u8..3, 0x7e_u8..0x82, proptest::num::u8::ANY], 0..40)) {
+            proptest::prop_assert_eq!(plain_ascii(&key), key.iter().all(|&b| b != 0 && b < 0x80));
         }
     }
 }
