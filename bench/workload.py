@@ -25,6 +25,9 @@ Shapes (bench/shapes/):
   responses-sse the same calls streamed as OpenAI Responses events,
              arguments deltas of 1 to 8 characters, the response's
              start and end echoing the tools
+  gemini-sse the same calls streamed as Gemini `streamGenerateContent`
+             events (`alt=sse`): the text in pieces, the calls whole in
+             one event, each event carrying the usage so far
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)

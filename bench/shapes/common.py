@@ -393,6 +393,46 @@ def _object_calls(i, v, calls, extra, wire):
     return line
 
 
+def gemini_sse(i, v, calls, extra):
+    """The same calls as one streamed Gemini answer
+    (`streamGenerateContent?alt=sse`), as a line (see `sse`): the `text`
+    part (four times in five) in pieces of 3 to 12 characters, one event
+    a piece, then one event holding every `functionCall` part whole (as
+    Gemini streams calls), then the last event (an empty text part, the
+    finish reason, the whole usage). Every event carries the usage so far,
+    the model version and the response id, as Gemini's do. The random
+    draws are those of `gemini`, so payload i holds the same calls."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    resp_id = v.alnum(29)[:22]
+    v.pick(CLAUDE_MODELS)  # the draws of `_object_calls`
+    v.alnum(10, "0123456789abcdef")
+    opener = extra.choice(OPENERS) if extra.random() < 0.8 else None
+    inputs = [input_text(text) for _, _, text in calls]
+
+    def event(parts, usage, finish=None):
+        candidate = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "usageMetadata": usage,
+                "modelVersion": "gemini-2.5-flash", "responseId": resp_id}
+
+    so_far = {"promptTokenCount": prompt, "totalTokenCount": prompt}
+    events = [event([{"text": piece}], so_far) for piece in pieces(opener or "", extra, [3, 5, 8, 12])]
+    parts = [{"functionCall": {"name": name, "args": f"\x00input{k}\x00"}}
+             for k, (_, name, _) in enumerate(calls)]
+    events.append(event(parts, so_far))
+    events.append(event([{"text": ""}], {"promptTokenCount": prompt, "candidatesTokenCount": completion,
+                                         "totalTokenCount": prompt + completion}, "STOP"))
+    data = []
+    for body in events:
+        line = compact(body)
+        for k, raw in enumerate(inputs):
+            line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
+        data.append((None, line))
+    return sse(data)
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -568,6 +608,8 @@ class Shape:
             return chat_sse(i, v, calls, extra), len(calls), record
         if self.wire == "messages_sse":
             return messages_sse(i, v, calls, extra), len(calls), record
+        if self.wire == "gemini_sse":
+            return gemini_sse(i, v, calls, extra), len(calls), record
         if self.wire == "responses_sse":
             return responses_sse(i, v, calls, extra, self.tools), len(calls), record
         return chat_completion(i, v, calls), len(calls), record

@@ -344,6 +344,13 @@ class ChatSse(OpenAI):
     wire = "chat_sse"
 
 
+class GeminiSse(OpenAI):
+    """The same calls as streamed Gemini answers: payload i holds the calls
+    and the defect of payload i of `openai`, the calls in one event."""
+    name = "gemini-sse"
+    wire = "gemini_sse"
+
+
 class MessagesSse(OpenAI):
     """The same calls as streamed Anthropic Messages answers: payload i
     holds the calls and the defect of payload i of `openai`, in events."""

@@ -1,7 +1,8 @@
 //! A check workload written by `bench/workload.py`: a policy, one response
 //! a line (OpenAI Chat Completions, Anthropic Messages for the `anthropic`
-//! shape, OpenAI Responses for `responses`, and for `chat-sse`,
-//! `messages-sse` and `responses-sse` a `text/event-stream` body of those
+//! shape, OpenAI Responses for `responses`, Gemini and Bedrock Converse
+//! answers for `gemini` and `bedrock`, and for `chat-sse`, `messages-sse`,
+//! `responses-sse` and `gemini-sse` a `text/event-stream` body of those
 //! formats as a JSON string), and what each
 //! one should be found to hold; and the naive pipeline a user writes for
 //! that wire format. `Workload::load`
@@ -14,8 +15,9 @@ use serde_json::{Map, Value};
 
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
-    /// `openai`, `anthropic`, `responses`, `chat-sse`, `messages-sse`,
-    /// `responses-sse`, `small`, `large`, `deep` or `formats`.
+    /// `openai`, `anthropic`, `responses`, `gemini`, `bedrock`,
+    /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`, `small`,
+    /// `large`, `deep` or `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -139,6 +141,8 @@ enum Wire {
     MessagesStream,
     /// OpenAI Responses stream events.
     ResponsesStream,
+    /// Gemini `streamGenerateContent` events, each an answer of its own.
+    GeminiStream,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -162,6 +166,7 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
             "chat-sse" => Wire::ChatStream,
             "messages-sse" => Wire::MessagesStream,
             "responses-sse" => Wire::ResponsesStream,
+            "gemini-sse" => Wire::GeminiStream,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -177,6 +182,7 @@ pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
         Wire::ChatStream => return naive_chat_stream(validators, body),
         Wire::MessagesStream => return naive_messages_stream(validators, body),
         Wire::ResponsesStream => return naive_responses_stream(validators, body),
+        Wire::GeminiStream => return naive_gemini_stream(validators, body),
         Wire::ChatCompletions | Wire::Messages | Wire::Responses | Wire::Gemini | Wire::Bedrock => {
             serde_json::from_slice(body).ok()?
         }
@@ -260,6 +266,21 @@ fn events(body: &[u8], mut each: impl FnMut(&Value) -> Option<()>) -> Option<()>
         each(&serde_json::from_str(data).ok()?)?;
     }
     Some(())
+}
+
+/// A streamed Gemini answer: each event a `serde_json::Value` read as a
+/// `generateContent` answer, each `functionCall` part's `args` validated
+/// as it is.
+fn naive_gemini_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut invalid = 0;
+    events(body, |event| {
+        invalid += naive_gemini(validators, event)?;
+        Some(())
+    })?;
+    Some(invalid)
 }
 
 /// How many of the calls gathered from a stream (name, arguments text)
