@@ -360,16 +360,23 @@ fn split_field(line: &[u8]) -> (Option<&[u8]>, &[u8]) {
 /// and any case allowed.
 #[must_use]
 pub fn looks_like_sse(text: &str) -> bool {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(line) = text
-        .split(['\n', '\r'])
-        .find(|line| !line.bytes().all(is_space))
-    else {
+    let bytes = text.strip_prefix('\u{feff}').unwrap_or(text).as_bytes();
+    let line_end = |b: &u8| *b == b'\n' || *b == b'\r';
+    // The first line holding more than spaces and tabs: around its first
+    // such byte (found without walking the rest of a long line, as a
+    // Gemini or Chat stream's first event is).
+    let Some(first) = bytes.iter().position(|b| !is_space(*b) && !line_end(b)) else {
         return false;
     };
-    match split_field(line.as_bytes()) {
+    let start = bytes[..first]
+        .iter()
+        .rposition(line_end)
+        .map_or(0, |at| at + 1);
+    let end = memchr::memchr2(b'\n', b'\r', &bytes[first..]).map_or(bytes.len(), |at| first + at);
+    let line = &bytes[start..end];
+    match split_field(line) {
         (None, _) => true,
-        (Some(name), _) => line.contains(':') && is_field(name),
+        (Some(name), _) => line.contains(&b':') && is_field(name),
     }
 }
 
@@ -513,6 +520,29 @@ mod tests {
         let err = framer.push(b"data: 1234567890123", &mut out).unwrap_err();
         assert_eq!(err.max_event_bytes, 16);
         assert_eq!(out.len(), 1);
+    }
+
+    /// The first non-blank line, found as splitting the text into lines
+    /// finds it.
+    fn looks_like_sse_by_lines(text: &str) -> bool {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let Some(line) = text
+            .split(['\n', '\r'])
+            .find(|line| !line.bytes().all(is_space))
+        else {
+            return false;
+        };
+        match split_field(line.as_bytes()) {
+            (None, _) => true,
+            (Some(name), _) => line.contains(':') && is_field(name),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_first_line_is_found_as_by_lines(text in "\u{feff}?[ \t\r\n:adt\u{e9}{]{0,40}(data|event|id|retry|x)?[ :\t\r\na{]{0,20}") {
+            proptest::prop_assert_eq!(looks_like_sse(&text), looks_like_sse_by_lines(&text));
+        }
     }
 
     #[test]
