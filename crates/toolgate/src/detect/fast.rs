@@ -14,6 +14,7 @@
 pub(crate) mod answer;
 pub(crate) mod block;
 pub(crate) mod chunk;
+pub(crate) mod gemini;
 pub(crate) mod item;
 
 use std::borrow::Cow;

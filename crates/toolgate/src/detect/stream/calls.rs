@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::detect::args::{error, parse_object};
 use crate::detect::collect::{too_many_calls, ArgSource, Collector};
 use crate::detect::limits::Limits;
+use crate::detect::node::Raw;
 use crate::detect::stream::StreamEvent;
 use crate::detect::Detection;
 use crate::model::{ArgumentError, ArgumentErrorReason, CallKind, ContentShape, Format, Framing};
@@ -76,8 +77,10 @@ struct Slot {
     settled: bool,
     /// A whole value: a default used when no fragment came (Anthropic's
     /// `content_block_start` input), or the authoritative final value that
-    /// the fragments had to match (Vercel's `tool-input-available`).
-    inline: Option<Box<RawValue>>,
+    /// the fragments had to match (Vercel's `tool-input-available`): its
+    /// JSON text, checked to be one value (by serde, or by the fast reader
+    /// of a short path).
+    inline: Option<Box<str>>,
     /// Why the arguments cannot be trusted; the first reason wins.
     error: Option<ArgumentError>,
     complete: bool,
@@ -381,9 +384,15 @@ impl Calls {
     /// A whole value to use when no fragment comes (Anthropic's
     /// `content_block_start` input).
     pub(crate) fn default_value(&mut self, call: usize, value: &RawValue) {
+        self.default_raw(call, value.into());
+    }
+
+    /// [`default_value`](Self::default_value) of a value a short path's
+    /// fast reader checked.
+    pub(crate) fn default_raw(&mut self, call: usize, value: Raw<'_>) {
         self.touch(call);
         if let Some(slot) = self.slots.get_mut(call) {
-            slot.inline = Some(value.to_owned());
+            slot.inline = Some(value.get().into());
         }
     }
 
@@ -399,7 +408,7 @@ impl Calls {
             return;
         }
         if let Some(known) = &slot.inline {
-            if known.get() != value.get() {
+            if **known != *value.get() {
                 self.conflict(
                     call,
                     "the stream gives this call two different final inputs",
@@ -416,7 +425,7 @@ impl Calls {
             }
             slot.text.clear();
         }
-        slot.inline = Some(value.to_owned());
+        slot.inline = Some(value.get().into());
         slot.settled = true;
     }
 
@@ -594,7 +603,7 @@ impl Slot {
     fn source(&self) -> ArgSource<'_> {
         if let Some(err) = &self.error {
             let raw = match (&self.inline, self.text.is_empty()) {
-                (Some(inline), true) => inline.get().to_owned(),
+                (Some(inline), true) => inline.to_string(),
                 _ => self.text.clone(),
             };
             return ArgSource::Invalid(err.clone(), raw);
@@ -612,7 +621,7 @@ impl Slot {
             return self.text_source();
         }
         match &self.inline {
-            Some(inline) => ArgSource::Inline(inline.as_ref().into()),
+            Some(inline) => ArgSource::Inline(Raw::checked(inline)),
             None if self.settled => self.text_source(),
             None => ArgSource::Absent,
         }
@@ -628,12 +637,8 @@ impl Slot {
 }
 
 /// `{}` or `null`, whatever the spacing.
-fn is_empty_value(raw: &RawValue) -> bool {
-    let compact: String = raw
-        .get()
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect();
+fn is_empty_value(raw: &str) -> bool {
+    let compact: String = raw.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     compact == "{}" || compact == "null"
 }
 

@@ -15,7 +15,10 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use smallvec::SmallVec;
+
 use crate::detect::args::parse_object;
+use crate::detect::node::Raw;
 use crate::detect::stream::calls::Calls;
 use crate::detect::stream::json_path::{Fragment, Tree};
 use crate::detect::stream::probe::{is_object, value, Probe};
@@ -64,6 +67,85 @@ struct FunctionCall<'a> {
     willContinue: Option<bool>,
     #[serde(borrow)]
     response: Option<&'a RawValue>,
+}
+
+/// An event of the shape real Gemini streams send most, as its short
+/// path reads it ([`fast::gemini`](crate::detect::fast::gemini)): each
+/// candidate's number, its whole calls and whether it finishes; no
+/// streamed call, no result.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Light<'a> {
+    pub(crate) candidates: SmallVec<[LightCandidate<'a>; 1]>,
+}
+
+/// A candidate of a [`Light`] event.
+#[derive(Debug, PartialEq)]
+pub(crate) struct LightCandidate<'a> {
+    pub(crate) index: Option<u64>,
+    /// Its whole calls, in order.
+    pub(crate) calls: SmallVec<[WholeCall<'a>; 4]>,
+    /// It has a `finishReason` (not `null`).
+    pub(crate) finish: bool,
+}
+
+/// A `functionCall` part holding a whole call, named.
+#[derive(Debug, PartialEq)]
+pub(crate) struct WholeCall<'a> {
+    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) name: Cow<'a, str>,
+    /// Its `args`, as written (`None`: no `args`).
+    pub(crate) args: Option<Raw<'a>>,
+}
+
+/// Debug builds: what the general reading reads of an event the short path
+/// took, as a [`Light`]; `None` when it holds anything else (a streamed
+/// call, a result, a call without a name).
+#[cfg(debug_assertions)]
+pub(crate) fn light<'a>(probe: &Probe<'a>) -> Result<Option<Light<'a>>> {
+    let Some(candidates) = probe.candidates.filter(|c| c.get() != "null") else {
+        return Ok(None);
+    };
+    let read: Vec<Candidate<'a>> = serde_json::from_str(candidates.get())?;
+    let mut light = Light {
+        candidates: SmallVec::new(),
+    };
+    for candidate in read {
+        let mut calls = SmallVec::new();
+        if let Some(content) = candidate.content.filter(|c| is_object(c)) {
+            let content: Content<'a> = serde_json::from_str(content.get())?;
+            for part in content.parts.iter().flatten().filter(|p| is_object(p)) {
+                let part: Part<'a> = serde_json::from_str(part.get())?;
+                if part.function_call.is_some_and(is_object)
+                    || part.functionResponse.is_some_and(is_object)
+                    || part.function_response.is_some_and(is_object)
+                {
+                    return Ok(None);
+                }
+                let Some(call) = part.functionCall.filter(|c| is_object(c)) else {
+                    continue;
+                };
+                let f: FunctionCall<'a> = serde_json::from_str(call.get())?;
+                let name = f.name.filter(|n| !n.is_empty());
+                if f.willContinue == Some(true) || f.partialArgs.is_some() {
+                    return Ok(None);
+                }
+                let Some(name) = name else {
+                    return Ok(None);
+                };
+                calls.push(WholeCall {
+                    id: f.id,
+                    name,
+                    args: f.args.map(Raw::from),
+                });
+            }
+        }
+        light.candidates.push(LightCandidate {
+            index: candidate.index,
+            calls,
+            finish: candidate.finishReason.is_some_and(|r| r.get() != "null"),
+        });
+    }
+    Ok(Some(light))
 }
 
 /// A call whose arguments are being streamed.
@@ -123,6 +205,30 @@ impl Decoder {
             }
         }
         Ok(())
+    }
+
+    /// An event its short path read: what [`event`](Self::event) does
+    /// with it, in the same order.
+    pub(crate) fn light(&mut self, event: &Light<'_>, cx: &mut Calls) {
+        cx.saw(Format::Gemini);
+        for (position, candidate) in event.candidates.iter().enumerate() {
+            let number = candidate.index.unwrap_or(position as u64);
+            for f in &candidate.calls {
+                // A whole call.
+                self.end(number, cx);
+                let id = f.id.as_deref();
+                if let Some(call) = cx.open(Format::Gemini, CallKind::Function, id, Some(&f.name)) {
+                    if let Some(args) = f.args {
+                        cx.default_raw(call, args);
+                    }
+                    cx.complete(call);
+                }
+            }
+            if candidate.finish {
+                cx.end();
+                self.end(number, cx);
+            }
+        }
     }
 
     /// The stream ended: streamed calls are complete with what came.

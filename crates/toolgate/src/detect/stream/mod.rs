@@ -43,7 +43,7 @@
 pub(crate) mod anthropic;
 mod bedrock;
 mod calls;
-mod gemini;
+pub(crate) mod gemini;
 mod json_path;
 pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
@@ -490,12 +490,13 @@ impl Reader {
     /// Read an event of a shape real streams send most, named `name`
     /// (when the stream names it), on its format's short path, its text
     /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic event
-    /// ([`fast::block`]), a Responses arguments delta or start
-    /// ([`fast::item`]). `false` when it is none of these, for the general
-    /// reading.
+    /// ([`fast::block`]), a Gemini event ([`fast::gemini`]), a Responses
+    /// arguments delta or start ([`fast::item`]). `false` when it is none
+    /// of these, for the general reading.
     ///
     /// [`fast::chunk`]: crate::detect::fast::chunk
     /// [`fast::block`]: crate::detect::fast::block
+    /// [`fast::gemini`]: crate::detect::fast::gemini
     /// [`fast::item`]: crate::detect::fast::item
     fn short_path(&mut self, name: Option<&[u8]>, text: &str) -> bool {
         let limits = self.calls.limits();
@@ -516,6 +517,14 @@ impl Reader {
                 same_light(text, kind, &light, limits);
                 self.calls.saw(Format::Anthropic);
                 self.decoders.anthropic.light(&light, &mut self.calls);
+                return true;
+            }
+        }
+        if unnamed {
+            if let Some(light) = crate::detect::fast::gemini::read(text, max_depth) {
+                #[cfg(debug_assertions)]
+                same_gemini(text, &light, limits);
+                self.decoders.gemini.light(&light, &mut self.calls);
                 return true;
             }
         }
@@ -636,6 +645,14 @@ pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limi
         limits,
         openai_chat::read,
     );
+}
+
+/// Debug builds: a Gemini event the short path read
+/// ([`fast::gemini`](crate::detect::fast::gemini)) is what the general
+/// reading reads: see [`same_event`].
+#[cfg(debug_assertions)]
+pub(crate) fn same_gemini<'a>(text: &'a str, light: &gemini::Light<'a>, limits: &Limits) {
+    same_event(text, None, Route::Gemini, light, limits, gemini::light);
 }
 
 /// Debug builds: an Anthropic event the short path read
