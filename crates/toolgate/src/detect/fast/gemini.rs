@@ -37,8 +37,8 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use super::{Field, Key, Scan};
-use crate::detect::node::Raw;
+use super::{Field, InPassing, Key, Scan, Value};
+use crate::detect::node::ReadArguments;
 use crate::detect::stream::gemini::{Light, LightCandidate, WholeCall};
 
 /// The keys of no table an event's root may hold, with any value: what
@@ -139,7 +139,7 @@ impl<'a> Scan<'a> {
     fn event_part(&mut self, calls: &mut SmallVec<[WholeCall<'a>; 4]>) -> Option<()> {
         self.fields(|scan, field| match field {
             Field::functionCall if scan.peek()? == b'{' => {
-                let (mut id, mut name, mut args) = (None, None, None);
+                let (mut id, mut name, mut args, mut tape) = (None, None, None, None);
                 scan.fields(|scan, field| match field {
                     Field::id => scan.plain_or_null(&mut id),
                     Field::name => {
@@ -147,9 +147,17 @@ impl<'a> Scan<'a> {
                         name.map(drop)
                     }
                     Field::args => {
-                        let start = scan.at;
-                        scan.skip()?;
-                        args = Some(Raw::checked(scan.text.get(start..scan.at)?));
+                        // Read onto its tape in passing when it is an
+                        // object the tape's reader takes, as a whole
+                        // answer's are.
+                        let (value, read) = scan.in_passing(Field::args)?;
+                        let Value::Raw(raw) = value else {
+                            return None;
+                        };
+                        args = Some(raw);
+                        if let InPassing::Read(Some(ReadArguments::Tape(_, read))) = read {
+                            tape = Some(read);
+                        }
                         Some(())
                     }
                     _ => scan.null(),
@@ -158,6 +166,7 @@ impl<'a> Scan<'a> {
                     id: id.map(Cow::Borrowed),
                     name: Cow::Borrowed(name?),
                     args,
+                    tape,
                 });
                 Some(())
             }

@@ -17,6 +17,7 @@ use crate::detect::collect::{too_many_calls, ArgSource, Collector};
 use crate::detect::limits::Limits;
 use crate::detect::node::Raw;
 use crate::detect::stream::StreamEvent;
+use crate::detect::tape::Tape;
 use crate::detect::Detection;
 use crate::model::{ArgumentError, ArgumentErrorReason, CallKind, ContentShape, Format, Framing};
 use crate::verdict::{Violation, ViolationCode};
@@ -81,6 +82,9 @@ struct Slot {
     /// JSON text, checked to be one value (by serde, or by the fast reader
     /// of a short path).
     inline: Option<Box<str>>,
+    /// `inline` read onto its tape in passing by a short path, taken by
+    /// the collector rather than read again.
+    tape: Option<Tape>,
     /// Why the arguments cannot be trusted; the first reason wins.
     error: Option<ArgumentError>,
     complete: bool,
@@ -218,6 +222,7 @@ impl Calls {
             text: String::new(),
             settled: false,
             inline: None,
+            tape: None,
             error: None,
             complete: false,
         });
@@ -390,9 +395,17 @@ impl Calls {
     /// [`default_value`](Self::default_value) of a value a short path's
     /// fast reader checked.
     pub(crate) fn default_raw(&mut self, call: usize, value: Raw<'_>) {
+        self.default_read(call, value, None);
+    }
+
+    /// [`default_raw`](Self::default_raw), with the tape the short path
+    /// read `value` onto in passing, if it did (the tape the collector
+    /// reads of `value`, as on the short path of whole answers).
+    pub(crate) fn default_read(&mut self, call: usize, value: Raw<'_>, tape: Option<Tape>) {
         self.touch(call);
         if let Some(slot) = self.slots.get_mut(call) {
             slot.inline = Some(value.get().into());
+            slot.tape = tape;
         }
     }
 
@@ -567,13 +580,14 @@ impl Calls {
         for entry in &self.log {
             match *entry {
                 Entry::Call(call) => {
-                    let slot = &self.slots[call];
+                    let slot = &mut self.slots[call];
+                    let tape = slot.tape.take();
                     out.call(
                         slot.format,
                         slot.kind,
                         slot.id.as_deref(),
                         slot.name.as_deref().unwrap_or_default(),
-                        slot.source(),
+                        slot.source(tape),
                     );
                 }
                 Entry::Result(handle) => {
@@ -599,8 +613,9 @@ impl Calls {
 }
 
 impl Slot {
-    /// Where the collector reads the arguments from.
-    fn source(&self) -> ArgSource<'_> {
+    /// Where the collector reads the arguments from; `tape`, the slot's
+    /// own, when its inline value is what it reads.
+    fn source(&self, tape: Option<Tape>) -> ArgSource<'_> {
         if let Some(err) = &self.error {
             let raw = match (&self.inline, self.text.is_empty()) {
                 (Some(inline), true) => inline.to_string(),
@@ -620,10 +635,11 @@ impl Slot {
             }
             return self.text_source();
         }
-        match &self.inline {
-            Some(inline) => ArgSource::Inline(Raw::checked(inline)),
-            None if self.settled => self.text_source(),
-            None => ArgSource::Absent,
+        match (&self.inline, tape) {
+            (Some(inline), Some(tape)) => ArgSource::Tape(tape, Raw::checked(inline)),
+            (Some(inline), None) => ArgSource::Inline(Raw::checked(inline)),
+            (None, _) if self.settled => self.text_source(),
+            (None, _) => ArgSource::Absent,
         }
     }
 

@@ -22,6 +22,7 @@ use crate::detect::node::Raw;
 use crate::detect::stream::calls::Calls;
 use crate::detect::stream::json_path::{Fragment, Tree};
 use crate::detect::stream::probe::{is_object, value, Probe};
+use crate::detect::tape::Tape;
 use crate::model::{CallKind, Format};
 
 #[derive(Deserialize)]
@@ -89,12 +90,23 @@ pub(crate) struct LightCandidate<'a> {
 }
 
 /// A `functionCall` part holding a whole call, named.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct WholeCall<'a> {
     pub(crate) id: Option<Cow<'a, str>>,
     pub(crate) name: Cow<'a, str>,
     /// Its `args`, as written (`None`: no `args`).
     pub(crate) args: Option<Raw<'a>>,
+    /// `args` read onto its tape in passing by the short path, when the
+    /// tape's reader took it: the tape the collector reads of `args`.
+    pub(crate) tape: Option<Tape>,
+}
+
+/// Two readings of a call are the same when they say the same id, name
+/// and arguments text (the tape is what the collector reads of the text).
+impl PartialEq for WholeCall<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.name == other.name && self.args == other.args
+    }
 }
 
 /// Debug builds: what the general reading reads of an event the short path
@@ -136,6 +148,7 @@ pub(crate) fn light<'a>(probe: &Probe<'a>) -> Result<Option<Light<'a>>> {
                     id: f.id,
                     name,
                     args: f.args.map(Raw::from),
+                    tape: None,
                 });
             }
         }
@@ -209,17 +222,17 @@ impl Decoder {
 
     /// An event its short path read: what [`event`](Self::event) does
     /// with it, in the same order.
-    pub(crate) fn light(&mut self, event: &Light<'_>, cx: &mut Calls) {
+    pub(crate) fn light(&mut self, event: Light<'_>, cx: &mut Calls) {
         cx.saw(Format::Gemini);
-        for (position, candidate) in event.candidates.iter().enumerate() {
+        for (position, candidate) in event.candidates.into_iter().enumerate() {
             let number = candidate.index.unwrap_or(position as u64);
-            for f in &candidate.calls {
+            for f in candidate.calls {
                 // A whole call.
                 self.end(number, cx);
                 let id = f.id.as_deref();
                 if let Some(call) = cx.open(Format::Gemini, CallKind::Function, id, Some(&f.name)) {
                     if let Some(args) = f.args {
-                        cx.default_raw(call, args);
+                        cx.default_read(call, args, f.tape);
                     }
                     cx.complete(call);
                 }

@@ -524,7 +524,7 @@ impl Reader {
             if let Some(light) = crate::detect::fast::gemini::read(text, max_depth) {
                 #[cfg(debug_assertions)]
                 same_gemini(text, &light, limits);
-                self.decoders.gemini.light(&light, &mut self.calls);
+                self.decoders.gemini.light(light, &mut self.calls);
                 return true;
             }
         }
