@@ -37,7 +37,7 @@ use std::borrow::Cow;
 
 use smallvec::SmallVec;
 
-use super::{Field, InPassing, Key, Scan, Value};
+use super::{Field, InPassing, Scan, Value};
 use crate::detect::node::ReadArguments;
 use crate::detect::stream::gemini::{Light, LightCandidate, WholeCall};
 
@@ -62,18 +62,13 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Light<'_>> {
         return None;
     }
     let mut candidates = None;
-    scan.entries(&ROOT_KEYS, |scan, key, _| match key {
-        Key::Field(Field::candidates) => {
-            scan.space();
+    scan.fields_with(&ROOT_KEYS, true, |scan, key| match key {
+        Ok(Field::candidates) => {
             candidates = Some(scan.event_candidates()?);
             Some(())
         }
-        Key::Field(_) => {
-            scan.space();
-            scan.null()
-        }
-        Key::Own(_) => scan.skip(),
-        Key::Other | Key::Rare(_) | Key::Variant => None,
+        Ok(_) => scan.null(),
+        Err(_) => scan.skip(),
     })?;
     if !scan.at_end() {
         return None;
