@@ -28,6 +28,9 @@ Shapes (bench/shapes/):
   gemini-sse the same calls streamed as Gemini `streamGenerateContent`
              events (`alt=sse`): the text in pieces, the calls whole in
              one event, each event carrying the usage so far
+  bedrock-stream  the same calls streamed as Bedrock ConverseStream
+             events, as JSON lines: `toolUse.input` fragments of 2 to 24
+             characters
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)

@@ -433,6 +433,50 @@ def gemini_sse(i, v, calls, extra):
     return sse(data)
 
 
+def bedrock_stream(i, v, calls, extra):
+    """The same calls as one Bedrock ConverseStream answer, as a line: the
+    stream's events as JSON lines (the AWS SDKs' shape, one object an
+    event keyed by its type), JSON-encoded as a string: `messageStart`,
+    the `text` block (four times in five) in deltas of 3 to 12 characters,
+    then a `toolUse` block a call, its input text in `toolUse.input`
+    deltas of 2 to 24 characters, `messageStop` and `metadata` (usage and
+    latency). Bedrock pads each event with a `p` string of random length.
+    The random draws are those of `bedrock`, so payload i holds the same
+    calls."""
+    prompt = v.r.randint(300, 4000)
+    completion = v.r.randint(15, 60) * len(calls)
+    v.alnum(29)
+    v.pick(CLAUDE_MODELS)  # the draws of `_object_calls`
+    v.alnum(10, "0123456789abcdef")
+    opener = extra.choice(OPENERS) if extra.random() < 0.8 else None
+    alphabet = string.ascii_letters + "0123456789"
+
+    def pad():
+        return alphabet[:extra.randint(1, 60)]
+
+    events = [{"messageStart": {"p": pad(), "role": "assistant"}}]
+    index = 0
+    if opener:
+        for piece in pieces(opener, extra, [3, 5, 8, 12]):
+            events.append({"contentBlockDelta": {"contentBlockIndex": index, "delta": {"text": piece},
+                                                 "p": pad()}})
+        events.append({"contentBlockStop": {"contentBlockIndex": index, "p": pad()}})
+        index += 1
+    for cid, name, text in calls:
+        events.append({"contentBlockStart": {"contentBlockIndex": index, "p": pad(), "start": {
+            "toolUse": {"name": name, "toolUseId": "tooluse_" + cid[:22]}}}})
+        for piece in pieces(text, extra, list(range(2, 25))):
+            events.append({"contentBlockDelta": {"contentBlockIndex": index,
+                                                 "delta": {"toolUse": {"input": piece}}, "p": pad()}})
+        events.append({"contentBlockStop": {"contentBlockIndex": index, "p": pad()}})
+        index += 1
+    events.append({"messageStop": {"p": pad(), "stopReason": "tool_use"}})
+    events.append({"metadata": {"metrics": {"latencyMs": extra.randint(400, 4000)}, "p": pad(),
+                                "usage": {"inputTokens": prompt, "outputTokens": completion,
+                                          "totalTokens": prompt + completion}}})
+    return compact("".join(compact(event) + "\n" for event in events))
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -579,7 +623,7 @@ class Shape:
 
     def body_bytes(self, line):
         """The bytes of the payload a line holds."""
-        if self.wire.endswith("_sse"):
+        if self.wire.endswith(("_sse", "_stream")):
             return len(json.loads(line).encode())
         return len(line.encode())
 
@@ -608,6 +652,8 @@ class Shape:
             return chat_sse(i, v, calls, extra), len(calls), record
         if self.wire == "messages_sse":
             return messages_sse(i, v, calls, extra), len(calls), record
+        if self.wire == "bedrock_stream":
+            return bedrock_stream(i, v, calls, extra), len(calls), record
         if self.wire == "gemini_sse":
             return gemini_sse(i, v, calls, extra), len(calls), record
         if self.wire == "responses_sse":

@@ -351,6 +351,14 @@ class GeminiSse(OpenAI):
     wire = "gemini_sse"
 
 
+class BedrockStream(OpenAI):
+    """The same calls as Bedrock ConverseStream answers (JSON lines):
+    payload i holds the calls and the defect of payload i of `openai`, each
+    call's input in fragments."""
+    name = "bedrock-stream"
+    wire = "bedrock_stream"
+
+
 class MessagesSse(OpenAI):
     """The same calls as streamed Anthropic Messages answers: payload i
     holds the calls and the defect of payload i of `openai`, in events."""

@@ -3,7 +3,8 @@
 //! shape, OpenAI Responses for `responses`, Gemini and Bedrock Converse
 //! answers for `gemini` and `bedrock`, and for `chat-sse`, `messages-sse`,
 //! `responses-sse` and `gemini-sse` a `text/event-stream` body of those
-//! formats as a JSON string), and what each
+//! formats, and for `bedrock-stream` a ConverseStream's JSON lines, as a
+//! JSON string), and what each
 //! one should be found to hold; and the naive pipeline a user writes for
 //! that wire format. `Workload::load`
 //! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
@@ -16,8 +17,8 @@ use serde_json::{Map, Value};
 pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
     /// `openai`, `anthropic`, `responses`, `gemini`, `bedrock`,
-    /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`, `small`,
-    /// `large`, `deep` or `formats`.
+    /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`,
+    /// `bedrock-stream`, `small`, `large`, `deep` or `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -43,9 +44,9 @@ impl Workload {
         let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
             .map(|line| {
-                if shape.ends_with("-sse") {
-                    // An event stream's body, its line ends and all, as a
-                    // JSON string.
+                if shape.ends_with("-sse") || shape.ends_with("-stream") {
+                    // An event stream's body (or a stream's JSON lines),
+                    // its line ends and all, as a JSON string.
                     let body: String = serde_json::from_slice(line).expect("a JSON string");
                     body.into_bytes()
                 } else {
@@ -143,6 +144,8 @@ enum Wire {
     ResponsesStream,
     /// Gemini `streamGenerateContent` events, each an answer of its own.
     GeminiStream,
+    /// Bedrock ConverseStream events as JSON lines.
+    BedrockStream,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -167,6 +170,7 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
             "messages-sse" => Wire::MessagesStream,
             "responses-sse" => Wire::ResponsesStream,
             "gemini-sse" => Wire::GeminiStream,
+            "bedrock-stream" => Wire::BedrockStream,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -183,6 +187,7 @@ pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
         Wire::MessagesStream => return naive_messages_stream(validators, body),
         Wire::ResponsesStream => return naive_responses_stream(validators, body),
         Wire::GeminiStream => return naive_gemini_stream(validators, body),
+        Wire::BedrockStream => return naive_bedrock_stream(validators, body),
         Wire::ChatCompletions | Wire::Messages | Wire::Responses | Wire::Gemini | Wire::Bedrock => {
             serde_json::from_slice(body).ok()?
         }
@@ -281,6 +286,44 @@ fn naive_gemini_stream(
         Some(())
     })?;
     Some(invalid)
+}
+
+/// A Bedrock ConverseStream answer, as the AWS SDKs' accumulators read it:
+/// each line a `serde_json::Value` keyed by its event type, a call opened
+/// by each `contentBlockStart` holding a `toolUse`, its input fragments
+/// gathered by `contentBlockIndex`; then each call's input parsed and
+/// validated. `None` when a line is not JSON.
+fn naive_bedrock_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    let mut blocks: HashMap<u64, usize> = HashMap::new();
+    for line in std::str::from_utf8(body).ok()?.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        let event: Value = serde_json::from_str(line).ok()?;
+        if let Some(start) = event.get("contentBlockStart") {
+            if let Some(tool) = start.get("start").and_then(|s| s.get("toolUse")) {
+                let index = start.get("contentBlockIndex")?.as_u64()?;
+                let name = tool.get("name").and_then(Value::as_str).map(str::to_owned);
+                blocks.insert(index, calls.len());
+                calls.push((name, String::new()));
+            }
+        } else if let Some(delta) = event.get("contentBlockDelta") {
+            let input = delta
+                .get("delta")
+                .and_then(|d| d.get("toolUse"))
+                .and_then(|t| t.get("input"))
+                .and_then(Value::as_str);
+            if let Some(input) = input {
+                let call = *blocks.get(&delta.get("contentBlockIndex")?.as_u64()?)?;
+                calls[call].1.push_str(input);
+            }
+        }
+    }
+    Some(invalid_of(validators, &calls))
 }
 
 /// How many of the calls gathered from a stream (name, arguments text)
