@@ -497,9 +497,9 @@ impl NameSet {
         if let Some(found) = self.matching(name) {
             return Some(found);
         }
-        let folded: String = fold(name).chars().take(64).collect();
-        let chars = folded.chars().count();
-        let pattern = Pattern::of(&folded);
+        // (Its first 64 characters.)
+        let pattern = Pattern::of(&fold(name));
+        let chars = pattern.len;
         // The first name at the smallest distance. A name whose length
         // alone puts it as far as the best so far is not measured: the
         // distance is at least the difference in length.

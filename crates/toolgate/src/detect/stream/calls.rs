@@ -389,18 +389,13 @@ impl Calls {
     /// A whole value to use when no fragment comes (Anthropic's
     /// `content_block_start` input).
     pub(crate) fn default_value(&mut self, call: usize, value: &RawValue) {
-        self.default_raw(call, value.into());
+        self.default_read(call, value.into(), None);
     }
 
     /// [`default_value`](Self::default_value) of a value a short path's
-    /// fast reader checked.
-    pub(crate) fn default_raw(&mut self, call: usize, value: Raw<'_>) {
-        self.default_read(call, value, None);
-    }
-
-    /// [`default_raw`](Self::default_raw), with the tape the short path
-    /// read `value` onto in passing, if it did (the tape the collector
-    /// reads of `value`, as on the short path of whole answers).
+    /// fast reader checked, with the tape it read `value` onto in passing,
+    /// if it did (the tape the collector reads of `value`, as on the short
+    /// path of whole answers).
     pub(crate) fn default_read(&mut self, call: usize, value: Raw<'_>, tape: Option<Tape>) {
         self.touch(call);
         if let Some(slot) = self.slots.get_mut(call) {
