@@ -32,14 +32,20 @@ pub(crate) enum NotOne {
     Invalid(serde_json::Error),
 }
 
-/// Read one whole document into `out`.
-pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
+/// Parse a body that is one whole document; [`NotOne::Sequence`] when its
+/// first document is followed by more.
+pub(crate) fn parse_whole(body: &str) -> Result<Node<'_>, NotOne> {
     let mut de = serde_json::Deserializer::from_str(body);
     let root = Node::deserialize(&mut de).map_err(NotOne::Invalid)?;
     if de.end().is_err() {
         return Err(NotOne::Sequence);
     }
-    read_root(&root, out);
+    Ok(root)
+}
+
+/// Read one whole document into `out`.
+pub(crate) fn read(body: &str, out: &mut Collector<'_>) -> Result<(), NotOne> {
+    read_root(&parse_whole(body)?, out);
     Ok(())
 }
 

@@ -12,6 +12,7 @@
 //! both readers to the same views.
 
 pub(crate) mod answer;
+pub(crate) mod bedrock;
 pub(crate) mod block;
 pub(crate) mod chunk;
 pub(crate) mod gemini;

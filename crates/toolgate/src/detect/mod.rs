@@ -177,8 +177,36 @@ pub(crate) fn read_body(body: &str, mut out: Collector<'_>, limits: &Limits) -> 
             None => {}
         }
     }
+    if body.starts_with(['{', '[']) {
+        let root = match document::parse_whole(body) {
+            Ok(root) => Ok(root),
+            // A sequence of documents (JSON lines, Bedrock ConverseStream
+            // events) is a stream, bounded event by event by the
+            // assembler, as an event stream is.
+            Err(document::NotOne::Sequence) => {
+                return stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
+            }
+            Err(document::NotOne::Invalid(err)) => Err(err),
+        };
+        // One document: bounded as a whole before its calls are read (it
+        // was parsed within the parser's own nesting bound).
+        if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
+            out.violation(ViolationCode::InputLimitExceeded, message);
+            return out.finish(Framing::Json);
+        }
+        return match root {
+            Ok(root) => {
+                document::read_root(&root, &mut out);
+                whole_document(body, out, limits)
+            }
+            Err(err) => {
+                out.violation(code_of(&err), json_error_message("the payload", &err));
+                out.finish(Framing::Json)
+            }
+        };
+    }
     // An event stream is bounded event by event, by the assembler.
-    if body.starts_with(['{', '[']) || !sse::looks_like_sse(body) {
+    if !sse::looks_like_sse(body) {
         if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
             out.violation(ViolationCode::InputLimitExceeded, message);
             return out.finish(Framing::Json);
@@ -189,16 +217,6 @@ pub(crate) fn read_body(body: &str, mut out: Collector<'_>, limits: &Limits) -> 
             out.violation(ViolationCode::MalformedPayload, "the payload is empty");
             out.finish(Framing::Json)
         }
-        Some(b'{' | b'[') => match document::read(body, &mut out) {
-            Ok(()) => whole_document(body, out, limits),
-            Err(document::NotOne::Sequence) => {
-                stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits)
-            }
-            Err(document::NotOne::Invalid(err)) => {
-                out.violation(code_of(&err), json_error_message("the payload", &err));
-                out.finish(Framing::Json)
-            }
-        },
         Some(_) if sse::looks_like_sse(body) => {
             stream::read_whole(body.as_bytes(), Framing::Sse, limits)
         }

@@ -516,6 +516,9 @@ pub(super) mod tests {
             .iter()
             .chain(&crate::detect::fast::block::ROOT_KEYS)
             .chain(&crate::detect::fast::item::ROOT_KEYS)
+            .chain(&crate::detect::fast::bedrock::ROOT_KEYS)
+            .chain(&crate::detect::fast::bedrock::BLOCK_KEYS)
+            .chain(&crate::detect::fast::bedrock::TOOL_KEYS)
             .chain(&["index", "finish_reason", "partial_json"]);
         for key in own {
             assert!(

@@ -81,33 +81,129 @@ pub(crate) struct Decoder {
 
 type Result<T = ()> = std::result::Result<T, serde_json::Error>;
 
+/// An event of the shape real Bedrock streams send, as its short path
+/// reads it ([`fast::bedrock`](crate::detect::fast::bedrock)): what each of
+/// its keys says, applied in the order [`Decoder::event`] applies them.
+/// No result block.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Light<'a> {
+    /// `messageStart`.
+    pub(crate) message_start: bool,
+    /// `contentBlockStart` with a `start`: its block's index, and the call
+    /// its `toolUse` opens (`None`: the block is no call).
+    pub(crate) start: Option<(u64, Option<StartCall<'a>>)>,
+    /// `contentBlockDelta` with a `delta.toolUse`: its block's index, and
+    /// the input fragment (empty for `null` or none).
+    pub(crate) delta: Option<(u64, Cow<'a, str>)>,
+    /// `contentBlockStop`: its block's index.
+    pub(crate) stop: Option<u64>,
+    /// `messageStop`.
+    pub(crate) message_stop: bool,
+}
+
+/// A `toolUse` block start.
+#[derive(Debug, PartialEq)]
+pub(crate) struct StartCall<'a> {
+    pub(crate) kind: CallKind,
+    pub(crate) id: Option<Cow<'a, str>>,
+    pub(crate) name: Option<Cow<'a, str>>,
+}
+
+impl<'a> StartCall<'a> {
+    fn of(tool: ToolUse<'a>) -> Self {
+        StartCall {
+            kind: match tool.kind.as_deref() {
+                Some("server_tool_use") => CallKind::Hosted,
+                _ => CallKind::Function,
+            },
+            id: tool.toolUseId,
+            name: tool.name,
+        }
+    }
+}
+
+/// Debug builds: what the general reading reads of an event the short
+/// path took, as a [`Light`]; `None` when it holds a result block.
+#[cfg(debug_assertions)]
+pub(crate) fn light<'a>(p: &Probe<'a>) -> Result<Option<Light<'a>>> {
+    let mut light = Light {
+        message_start: p.messageStart.is_some(),
+        message_stop: p.messageStop.is_some(),
+        ..Light::default()
+    };
+    if let Some(raw) = p.contentBlockStart {
+        let block: Block<'a> = serde_json::from_str(raw.get())?;
+        if let Some(start) = block.start {
+            if start.toolResult.is_some() && start.toolUse.is_none() {
+                return Ok(None);
+            }
+            let index = block.contentBlockIndex.unwrap_or(0);
+            light.start = Some((index, start.toolUse.map(StartCall::of)));
+        }
+    }
+    if let Some(raw) = p.contentBlockDelta {
+        let block: Block<'a> = serde_json::from_str(raw.get())?;
+        if let Some(delta) = block.delta {
+            if delta.toolResult.is_some() {
+                return Ok(None);
+            }
+            if let Some(tool) = delta.toolUse {
+                let index = block.contentBlockIndex.unwrap_or(0);
+                light.delta = Some((index, fragment(tool.input)?));
+            }
+        }
+    }
+    if let Some(raw) = p.contentBlockStop {
+        let block: Block<'a> = serde_json::from_str(raw.get())?;
+        light.stop = Some(block.contentBlockIndex.unwrap_or(0));
+    }
+    Ok(Some(light))
+}
+
 impl Decoder {
     pub(crate) fn event(&mut self, p: &Probe<'_>, cx: &mut Calls) -> Result {
         cx.saw(Format::Bedrock);
         if p.messageStart.is_some() {
-            self.end_message(cx);
-            if self.messages > 0 {
-                cx.next_turn();
-            }
-            self.messages += 1;
+            self.message_start(cx);
         }
         if let Some(raw) = p.contentBlockStart {
-            self.start(&serde_json::from_str(raw.get())?, cx);
+            self.start(serde_json::from_str(raw.get())?, cx);
         }
         if let Some(raw) = p.contentBlockDelta {
             self.delta(&serde_json::from_str(raw.get())?, cx)?;
         }
         if let Some(raw) = p.contentBlockStop {
             let block: Block<'_> = serde_json::from_str(raw.get())?;
-            if let Some(Open::Call(call)) = self.blocks.get(&block.contentBlockIndex.unwrap_or(0)) {
-                cx.complete(*call);
-            }
+            self.stop(block.contentBlockIndex.unwrap_or(0), cx);
         }
         if p.messageStop.is_some() {
-            cx.end();
-            self.end_message(cx);
+            self.message_stop(cx);
         }
         Ok(())
+    }
+
+    /// An event its short path read: what [`event`](Self::event) does
+    /// with it, in the same order.
+    pub(crate) fn light(&mut self, event: Light<'_>, cx: &mut Calls) {
+        cx.saw(Format::Bedrock);
+        if event.message_start {
+            self.message_start(cx);
+        }
+        if let Some((index, call)) = event.start {
+            self.replace(index, cx);
+            if let Some(call) = call {
+                self.open(index, &call, cx);
+            }
+        }
+        if let Some((index, input)) = event.delta {
+            self.append(index, &input, cx);
+        }
+        if let Some(index) = event.stop {
+            self.stop(index, cx);
+        }
+        if event.message_stop {
+            self.message_stop(cx);
+        }
     }
 
     /// The stream ended: open blocks are incomplete.
@@ -115,30 +211,27 @@ impl Decoder {
         self.end_message(cx);
     }
 
-    fn start(&mut self, block: &Block<'_>, cx: &mut Calls) {
+    fn message_start(&mut self, cx: &mut Calls) {
+        self.end_message(cx);
+        if self.messages > 0 {
+            cx.next_turn();
+        }
+        self.messages += 1;
+    }
+
+    fn message_stop(&mut self, cx: &mut Calls) {
+        cx.end();
+        self.end_message(cx);
+    }
+
+    fn start(&mut self, block: Block<'_>, cx: &mut Calls) {
         let index = block.contentBlockIndex.unwrap_or(0);
-        let Some(start) = &block.start else {
+        let Some(start) = block.start else {
             return;
         };
-        if let Some(Open::Call(call)) = self.blocks.get(&index) {
-            if !cx.is_complete(*call) {
-                cx.conflict(*call, "a second content block starts at this index");
-                cx.complete(*call);
-            }
-        }
-        if let Some(tool) = &start.toolUse {
-            let kind = match tool.kind.as_deref() {
-                Some("server_tool_use") => CallKind::Hosted,
-                _ => CallKind::Function,
-            };
-            let open = cx.open(
-                Format::Bedrock,
-                kind,
-                tool.toolUseId.as_deref(),
-                tool.name.as_deref(),
-            );
-            self.blocks
-                .insert(index, open.map_or(Open::Untracked, Open::Call));
+        self.replace(index, cx);
+        if let Some(tool) = start.toolUse {
+            self.open(index, &StartCall::of(tool), cx);
         } else if let Some(tool) = &start.toolResult {
             let handle = cx.result(
                 Format::Bedrock,
@@ -151,19 +244,34 @@ impl Decoder {
         }
     }
 
+    /// A block starts at `index`: a call still open there is in conflict.
+    fn replace(&mut self, index: u64, cx: &mut Calls) {
+        if let Some(Open::Call(call)) = self.blocks.get(&index) {
+            if !cx.is_complete(*call) {
+                cx.conflict(*call, "a second content block starts at this index");
+                cx.complete(*call);
+            }
+        }
+    }
+
+    fn open(&mut self, index: u64, call: &StartCall<'_>, cx: &mut Calls) {
+        let open = cx.open(
+            Format::Bedrock,
+            call.kind,
+            call.id.as_deref(),
+            call.name.as_deref(),
+        );
+        self.blocks
+            .insert(index, open.map_or(Open::Untracked, Open::Call));
+    }
+
     fn delta(&mut self, block: &Block<'_>, cx: &mut Calls) -> Result {
         let index = block.contentBlockIndex.unwrap_or(0);
         let Some(delta) = &block.delta else {
             return Ok(());
         };
         if let Some(tool) = &delta.toolUse {
-            match self.blocks.get(&index) {
-                Some(Open::Call(call)) => {
-                    cx.append(*call, &fragment(tool.input)?);
-                }
-                Some(_) => cx.untracked(),
-                None => cx.orphan(),
-            }
+            self.append(index, &fragment(tool.input)?, cx);
         }
         if let Some(items) = &delta.toolResult {
             if let Some(Open::Result(handle)) = self.blocks.get(&index) {
@@ -182,6 +290,21 @@ impl Decoder {
             }
         }
         Ok(())
+    }
+
+    /// A fragment of the input of the call at `index`.
+    fn append(&mut self, index: u64, input: &str, cx: &mut Calls) {
+        match self.blocks.get(&index) {
+            Some(Open::Call(call)) => cx.append(*call, input),
+            Some(_) => cx.untracked(),
+            None => cx.orphan(),
+        }
+    }
+
+    fn stop(&mut self, index: u64, cx: &mut Calls) {
+        if let Some(Open::Call(call)) = self.blocks.get(&index) {
+            cx.complete(*call);
+        }
     }
 
     /// The message is over: a call still open is incomplete.

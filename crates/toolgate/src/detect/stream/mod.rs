@@ -41,7 +41,7 @@
 //! ```
 
 pub(crate) mod anthropic;
-mod bedrock;
+pub(crate) mod bedrock;
 mod calls;
 pub(crate) mod gemini;
 mod json_path;
@@ -128,6 +128,53 @@ struct Reader {
     error_event: bool,
 }
 
+/// The short paths of stream events ([`Reader::short_path`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Short {
+    /// A Chat chunk ([`fast::chunk`](crate::detect::fast::chunk)).
+    Chunk,
+    /// An Anthropic event ([`fast::block`](crate::detect::fast::block)).
+    Block,
+    /// A Gemini event ([`fast::gemini`](crate::detect::fast::gemini)).
+    Gemini,
+    /// A Responses event ([`fast::item`](crate::detect::fast::item)).
+    Item,
+    /// A Bedrock event ([`fast::bedrock`](crate::detect::fast::bedrock)).
+    Bedrock,
+}
+
+impl Short {
+    /// The order the short paths are tried in.
+    const ORDER: [Short; 5] = [
+        Short::Chunk,
+        Short::Block,
+        Short::Gemini,
+        Short::Item,
+        Short::Bedrock,
+    ];
+
+    /// The short path an event is most likely to take, by its name or its
+    /// first key, to try first. No two short paths take the same event
+    /// (each requires keys the others refuse), so the order changes only
+    /// how many are tried in vain.
+    fn likely(name: Option<&[u8]>, text: &str) -> Option<Short> {
+        if name.is_some_and(|name| name.starts_with(b"response.")) {
+            return Some(Short::Item);
+        }
+        let key = text.strip_prefix("{\"")?;
+        if key.starts_with("candidates\"") {
+            Some(Short::Gemini)
+        } else if ["contentBlock", "messageSt", "metadata\""]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+        {
+            Some(Short::Bedrock)
+        } else {
+            None
+        }
+    }
+}
+
 /// Whether an assembler still reads its input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Reading {
@@ -157,12 +204,7 @@ impl Split {
     ) -> Result<(), TooLarge> {
         match self {
             Split::Sse(framer) => framer.push_each(chunk, each),
-            Split::Sequence(splitter) => {
-                let mut documents = Vec::new();
-                let status = splitter.push(chunk, &mut documents);
-                each_document(&documents, each);
-                status
-            }
+            Split::Sequence(splitter) => splitter.push_each(chunk, each),
         }
     }
 
@@ -170,24 +212,7 @@ impl Split {
     fn finish(&mut self, each: impl FnMut(EventRef<'_>) -> ControlFlow<()>) {
         match self {
             Split::Sse(framer) => framer.finish_each(each),
-            Split::Sequence(splitter) => {
-                let mut documents = Vec::new();
-                splitter.finish(&mut documents);
-                each_document(&documents, each);
-            }
-        }
-    }
-}
-
-/// Each document of a JSON sequence, as an event, to `each`, until it
-/// breaks.
-fn each_document(
-    documents: &[sequence::Document],
-    mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
-) {
-    for document in documents {
-        if each(document.as_event()).is_break() {
-            break;
+            Split::Sequence(splitter) => splitter.finish_each(each),
         }
     }
 }
@@ -491,55 +516,89 @@ impl Reader {
     /// (when the stream names it), on its format's short path, its text
     /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic event
     /// ([`fast::block`]), a Gemini event ([`fast::gemini`]), a Responses
-    /// arguments delta or start ([`fast::item`]). `false` when it is none
-    /// of these, for the general reading.
+    /// arguments delta or start ([`fast::item`]), a Bedrock event
+    /// ([`fast::bedrock`]). `false` when it is none of these, for the
+    /// general reading. The path its name or first key points to is tried
+    /// first ([`Short::likely`]).
     ///
     /// [`fast::chunk`]: crate::detect::fast::chunk
     /// [`fast::block`]: crate::detect::fast::block
     /// [`fast::gemini`]: crate::detect::fast::gemini
     /// [`fast::item`]: crate::detect::fast::item
+    /// [`fast::bedrock`]: crate::detect::fast::bedrock
     fn short_path(&mut self, name: Option<&[u8]>, text: &str) -> bool {
+        let first = Short::likely(name, text);
+        if let Some(path) = first {
+            if self.short(path, name, text) {
+                return true;
+            }
+        }
+        Short::ORDER
+            .into_iter()
+            .any(|path| Some(path) != first && self.short(path, name, text))
+    }
+
+    /// Read an event on the short path `path`: `false` when it gives up.
+    fn short(&mut self, path: Short, name: Option<&[u8]>, text: &str) -> bool {
         let limits = self.calls.limits();
         let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
         let unnamed = name.is_none_or(<[u8]>::is_empty);
-        if unnamed {
-            if let Some(chunk) = crate::detect::fast::chunk::read(text, max_depth) {
+        match path {
+            Short::Chunk if unnamed => {
+                let Some(chunk) = crate::detect::fast::chunk::read(text, max_depth) else {
+                    return false;
+                };
                 #[cfg(debug_assertions)]
                 same_chunk(text, &chunk, limits);
                 self.calls.saw(Format::OpenAiChat);
                 self.decoders.openai_chat.apply(&chunk, &mut self.calls);
-                return true;
             }
-        }
-        if let Some((kind, light)) = crate::detect::fast::block::read(text, max_depth) {
-            if unnamed || name == Some(kind.as_bytes()) {
+            Short::Block => {
+                let Some((kind, light)) = crate::detect::fast::block::read(text, max_depth) else {
+                    return false;
+                };
+                if !unnamed && name != Some(kind.as_bytes()) {
+                    return false;
+                }
                 #[cfg(debug_assertions)]
                 same_light(text, kind, &light, limits);
                 self.calls.saw(Format::Anthropic);
                 self.decoders.anthropic.light(&light, &mut self.calls);
-                return true;
             }
-        }
-        if unnamed {
-            if let Some(light) = crate::detect::fast::gemini::read(text, max_depth) {
+            Short::Gemini if unnamed => {
+                let Some(light) = crate::detect::fast::gemini::read(text, max_depth) else {
+                    return false;
+                };
                 #[cfg(debug_assertions)]
                 same_gemini(text, &light, limits);
                 self.decoders.gemini.light(light, &mut self.calls);
-                return true;
             }
-        }
-        if let Some((kind, light)) = crate::detect::fast::item::read(text, max_depth) {
-            if unnamed || name == Some(kind.as_bytes()) {
+            Short::Item => {
+                let Some((kind, light)) = crate::detect::fast::item::read(text, max_depth) else {
+                    return false;
+                };
+                if !unnamed && name != Some(kind.as_bytes()) {
+                    return false;
+                }
                 #[cfg(debug_assertions)]
                 same_item(text, kind, &light, limits);
                 self.calls.saw(Format::OpenAiResponses);
                 self.decoders
                     .openai_responses
                     .light(&light, &mut self.calls);
-                return true;
             }
+            Short::Bedrock if unnamed => {
+                let Some(light) = crate::detect::fast::bedrock::read(text, max_depth) else {
+                    return false;
+                };
+                #[cfg(debug_assertions)]
+                same_bedrock(text, &light, limits);
+                self.decoders.bedrock.light(light, &mut self.calls);
+            }
+            // A named event: no chunk of these formats has a name.
+            Short::Chunk | Short::Gemini | Short::Bedrock => return false,
         }
-        false
+        true
     }
 
     /// Route one event (its JSON text) to its decoder. The event is read
@@ -653,6 +712,14 @@ pub(crate) fn same_chunk<'a>(text: &'a str, chunk: &openai_chat::Chunk<'a>, limi
 #[cfg(debug_assertions)]
 pub(crate) fn same_gemini<'a>(text: &'a str, light: &gemini::Light<'a>, limits: &Limits) {
     same_event(text, None, Route::Gemini, light, limits, gemini::light);
+}
+
+/// Debug builds: a Bedrock event the short path read
+/// ([`fast::bedrock`](crate::detect::fast::bedrock)) is what the general
+/// reading reads: see [`same_event`].
+#[cfg(debug_assertions)]
+pub(crate) fn same_bedrock<'a>(text: &'a str, light: &bedrock::Light<'a>, limits: &Limits) {
+    same_event(text, None, Route::Bedrock, light, limits, bedrock::light);
 }
 
 /// Debug builds: an Anthropic event the short path read

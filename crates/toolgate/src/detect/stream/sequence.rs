@@ -3,37 +3,20 @@
 //!
 //! The splitter only finds where each document ends (matching brackets
 //! outside strings); parsing is the caller's. Like the SSE framer, every
-//! byte received belongs to exactly one [`Document`]'s `raw` bytes, and a
-//! document larger than the bound is an error, never unbounded buffering.
+//! byte received belongs to exactly one document's `raw` bytes (the
+//! whitespace before it, then the document), and a document larger than
+//! the bound is an error, never unbounded buffering.
+//!
+//! Documents are handed out borrowed ([`Splitter::push_each`]): a document
+//! that lies whole in one chunk is given as a slice of that chunk, and
+//! only one that spans chunks is gathered, into a buffer kept for the
+//! next. Strings are crossed eight bytes at a time (a JSON line is mostly
+//! strings: keys, ids, text and arguments fragments).
 
+use std::ops::ControlFlow;
+
+use crate::detect::fast::special;
 use crate::detect::sse::{EventRef, TooLarge};
-
-/// One document, with the whitespace before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Document {
-    /// Whitespace, then the document, exactly as received.
-    pub(crate) raw: Vec<u8>,
-    /// Where the document starts in `raw`; `None` for trailing whitespace.
-    pub(crate) start: Option<usize>,
-}
-
-impl Document {
-    /// The document's own bytes.
-    pub(crate) fn text(&self) -> Option<&[u8]> {
-        self.start.map(|start| &self.raw[start..])
-    }
-
-    /// As an event: its raw bytes, and the document as its data.
-    pub(crate) fn as_event(&self) -> EventRef<'_> {
-        EventRef {
-            raw: &self.raw,
-            name: None,
-            id: None,
-            data: self.text(),
-            unknown_field: false,
-        }
-    }
-}
 
 /// What the splitter is inside of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +35,16 @@ enum State {
 #[derive(Debug)]
 pub(crate) struct Splitter {
     max_document_bytes: usize,
+    /// The bytes of the document being read that came in earlier chunks
+    /// (the whitespace before it first); empty when it began in this one.
     raw: Vec<u8>,
+    /// Where the document starts in its raw bytes; `None` while only
+    /// whitespace has been read.
     start: Option<usize>,
     state: State,
+    /// Inside a string of a container.
     in_string: bool,
+    /// The byte before was a backslash inside a string.
     escaped: bool,
     at_start: bool,
 }
@@ -73,19 +62,28 @@ impl Splitter {
         }
     }
 
-    /// Read one chunk; whole documents are appended to `out`.
-    pub(crate) fn push(&mut self, chunk: &[u8], out: &mut Vec<Document>) -> Result<(), TooLarge> {
-        let mut rest = chunk;
+    /// Read one chunk, each whole document given to `each` as it is read,
+    /// borrowed: its raw bytes (the whitespace before it, then the
+    /// document) and the document as the event's data. When `each`
+    /// breaks, the rest of the chunk is not read, and the splitter should
+    /// not be used again; after an error, likewise.
+    pub(crate) fn push_each(
+        &mut self,
+        chunk: &[u8],
+        mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+    ) -> Result<(), TooLarge> {
+        // Where the current document's bytes in this chunk begin.
+        let mut from = 0;
         let mut i = 0;
-        while i < rest.len() {
-            let b = rest[i];
+        while i < chunk.len() {
             match self.state {
                 State::Between => {
+                    let b = chunk[i];
                     // A byte order mark at the very start is whitespace.
                     let bom = self.at_start && matches!(b, 0xEF | 0xBB | 0xBF);
                     if !is_whitespace(b) && !bom {
                         self.at_start = false;
-                        self.start = Some(self.raw.len() + i);
+                        self.start = Some(self.raw.len() + (i - from));
                         self.state = match b {
                             b'{' | b'[' => State::Container { depth: 1 },
                             b'"' => State::TopString,
@@ -94,102 +92,171 @@ impl Splitter {
                     }
                     i += 1;
                 }
-                State::Container { depth } => {
-                    i += 1;
-                    if self.in_string {
-                        self.string_byte(b);
-                    } else {
-                        match b {
-                            b'"' => self.in_string = true,
-                            b'{' | b'[' => {
-                                self.state = State::Container {
-                                    depth: depth.saturating_add(1),
-                                };
-                            }
-                            b'}' | b']' if depth == 1 => {
-                                self.emit(&rest[..i], out)?;
-                                rest = &rest[i..];
-                                i = 0;
-                            }
-                            b'}' | b']' => self.state = State::Container { depth: depth - 1 },
-                            _ => {}
+                State::TopString => match string_end(&chunk[i..], self.escaped) {
+                    Ok(at) => {
+                        i += at;
+                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                            return Ok(());
                         }
+                        from = i;
                     }
-                }
-                State::TopString => {
-                    // The opening quote was read in `Between`.
-                    i += 1;
-                    if self.escaped {
-                        self.escaped = false;
-                    } else if b == b'\\' {
-                        self.escaped = true;
-                    } else if b == b'"' {
-                        self.emit(&rest[..i], out)?;
-                        rest = &rest[i..];
-                        i = 0;
+                    Err(escaped) => {
+                        self.escaped = escaped;
+                        i = chunk.len();
+                    }
+                },
+                State::Container { depth } => {
+                    let (at, ended) = self.container(&chunk[i..], depth);
+                    i += at;
+                    if ended {
+                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                            return Ok(());
+                        }
+                        from = i;
                     }
                 }
                 State::Bare => {
+                    let b = chunk[i];
                     if is_whitespace(b) || matches!(b, b'{' | b'[' | b'"') {
                         // The token ends before this byte, which starts the
                         // next document or the whitespace before it.
-                        self.emit(&rest[..i], out)?;
-                        rest = &rest[i..];
-                        i = 0;
+                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                            return Ok(());
+                        }
+                        from = i;
                     } else {
                         i += 1;
                     }
                 }
             }
         }
-        self.append(rest)
+        self.append(&chunk[from..])
     }
 
-    /// The stream ended: deliver the document being read (it may be cut
-    /// short) or the whitespace after the last one.
-    pub(crate) fn finish(&mut self, out: &mut Vec<Document>) {
-        let document = self.take_document();
-        if !document.raw.is_empty() {
-            out.push(document);
+    /// The stream ended: the document being read (it may be cut short), or
+    /// the whitespace after the last one, to `each`.
+    pub(crate) fn finish_each(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) {
+        if !self.raw.is_empty() {
+            let _ = each(event(&self.raw, self.start));
         }
+        self.raw.clear();
+        self.reset();
     }
 
-    /// The document read so far, leaving the splitter between documents.
-    fn take_document(&mut self) -> Document {
-        self.state = State::Between;
+    /// Read on in a container `depth` brackets deep: how many bytes of
+    /// `bytes`, and whether the document ended there (at its closing
+    /// bracket). When `bytes` end first, the state is kept for the next
+    /// chunk.
+    fn container(&mut self, bytes: &[u8], mut depth: usize) -> (usize, bool) {
+        let mut at = 0;
+        if self.in_string {
+            match string_end(bytes, self.escaped) {
+                Ok(end) => at = end,
+                Err(escaped) => {
+                    self.escaped = escaped;
+                    return (bytes.len(), false);
+                }
+            }
+        }
+        while let Some(&b) = bytes.get(at) {
+            at += 1;
+            match b {
+                b'"' => match string_end(&bytes[at..], false) {
+                    Ok(end) => at += end,
+                    Err(escaped) => {
+                        self.in_string = true;
+                        self.escaped = escaped;
+                        self.state = State::Container { depth };
+                        return (bytes.len(), false);
+                    }
+                },
+                b'{' | b'[' => depth = depth.saturating_add(1),
+                b'}' | b']' if depth == 1 => return (at, true),
+                b'}' | b']' => depth -= 1,
+                _ => {}
+            }
+        }
         self.in_string = false;
         self.escaped = false;
-        Document {
-            raw: std::mem::take(&mut self.raw),
-            start: self.start.take(),
-        }
+        self.state = State::Container { depth };
+        (at, false)
     }
 
-    fn string_byte(&mut self, b: u8) {
-        if self.escaped {
-            self.escaped = false;
-        } else if b == b'\\' {
-            self.escaped = true;
-        } else if b == b'"' {
-            self.in_string = false;
-        }
+    /// The document ends with `tail` (all of it, when none of it came in an
+    /// earlier chunk): give it to `each`, and read the next.
+    fn emit(
+        &mut self,
+        tail: &[u8],
+        each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, TooLarge> {
+        let flow = if self.raw.is_empty() {
+            self.bound(tail.len())?;
+            each(event(tail, self.start))
+        } else {
+            self.append(tail)?;
+            let flow = each(event(&self.raw, self.start));
+            self.raw.clear();
+            flow
+        };
+        self.reset();
+        Ok(flow)
     }
 
+    /// Keep the bytes of a document that goes on in the next chunk.
     fn append(&mut self, bytes: &[u8]) -> Result<(), TooLarge> {
-        if self.raw.len().saturating_add(bytes.len()) > self.max_document_bytes {
-            return Err(TooLarge {
-                max_event_bytes: self.max_document_bytes,
-            });
-        }
+        self.bound(self.raw.len().saturating_add(bytes.len()))?;
         self.raw.extend_from_slice(bytes);
         Ok(())
     }
 
-    fn emit(&mut self, tail: &[u8], out: &mut Vec<Document>) -> Result<(), TooLarge> {
-        self.append(tail)?;
-        let document = self.take_document();
-        out.push(document);
+    /// A document of `bytes` raw bytes is within the bound.
+    fn bound(&self, bytes: usize) -> Result<(), TooLarge> {
+        if bytes > self.max_document_bytes {
+            return Err(TooLarge {
+                max_event_bytes: self.max_document_bytes,
+            });
+        }
         Ok(())
+    }
+
+    /// Between documents again.
+    fn reset(&mut self) {
+        self.start = None;
+        self.state = State::Between;
+        self.in_string = false;
+        self.escaped = false;
+    }
+}
+
+/// Where the string whose text `bytes` start ends (its opening quote
+/// read; `escaped`: a backslash at the end of the last chunk escapes the
+/// first byte), eight bytes at a time: `Ok` with the length up to and
+/// including its closing quote, or `Err` when it goes on past `bytes`,
+/// with whether a backslash at their end escapes the next byte.
+#[inline]
+fn string_end(bytes: &[u8], escaped: bool) -> Result<usize, bool> {
+    let mut at = usize::from(escaped);
+    while let Some(found) = bytes.get(at..).and_then(special) {
+        at += found;
+        match bytes[at] {
+            b'"' => return Ok(at + 1),
+            b'\\' if at + 1 == bytes.len() => return Err(true),
+            b'\\' => at += 2,
+            // A control character: the parser's to judge.
+            _ => at += 1,
+        }
+    }
+    Err(false)
+}
+
+/// A document's raw bytes as an event, its text (from `start`) the data.
+fn event(raw: &[u8], start: Option<usize>) -> EventRef<'_> {
+    EventRef {
+        raw,
+        name: None,
+        id: None,
+        data: start.map(|start| &raw[start..]),
+        unknown_field: false,
     }
 }
 
@@ -201,21 +268,36 @@ fn is_whitespace(b: u8) -> bool {
 mod tests {
     use super::*;
 
-    fn split(chunks: &[&[u8]]) -> Vec<Document> {
-        let mut splitter = Splitter::new(1 << 20);
-        let mut out = Vec::new();
-        for chunk in chunks {
-            splitter.push(chunk, &mut out).unwrap();
-        }
-        splitter.finish(&mut out);
-        out
+    /// A document as read: its raw bytes, and its text (`None`: trailing
+    /// whitespace).
+    type Read = (Vec<u8>, Option<String>);
+
+    fn split(chunks: &[&[u8]]) -> Vec<Read> {
+        split_within(chunks, 1 << 20).0
     }
 
-    fn texts(documents: &[Document]) -> Vec<Option<&str>> {
-        documents
-            .iter()
-            .map(|d| d.text().map(|t| std::str::from_utf8(t).unwrap()))
-            .collect()
+    /// The documents of `chunks`, and whether the bound was crossed.
+    fn split_within(chunks: &[&[u8]], max: usize) -> (Vec<Read>, bool) {
+        let mut splitter = Splitter::new(max);
+        let mut out = Vec::new();
+        let mut keep = |event: EventRef<'_>| {
+            let text = event
+                .data
+                .map(|data| String::from_utf8_lossy(data).into_owned());
+            out.push((event.raw.to_vec(), text));
+            ControlFlow::Continue(())
+        };
+        for chunk in chunks {
+            if splitter.push_each(chunk, &mut keep).is_err() {
+                return (out, true);
+            }
+        }
+        splitter.finish_each(keep);
+        (out, false)
+    }
+
+    fn texts(documents: &[Read]) -> Vec<Option<&str>> {
+        documents.iter().map(|(_, text)| text.as_deref()).collect()
     }
 
     #[test]
@@ -233,17 +315,24 @@ mod tests {
                 ],
                 "split at {at}"
             );
-            let joined: Vec<u8> = documents.iter().flat_map(|d| d.raw.clone()).collect();
+            let joined: Vec<u8> = documents.iter().flat_map(|d| d.0.clone()).collect();
             assert_eq!(joined, body);
         }
     }
 
     #[test]
     fn scalars_and_garbage_are_documents_too() {
-        let documents = split(&[b"12 \"a b\" nope{}"]);
+        let documents = split(&[b"12 \"a b\" nope{}\"x\\\"\"[]"]);
         assert_eq!(
             texts(&documents),
-            [Some("12"), Some("\"a b\""), Some("nope"), Some("{}")]
+            [
+                Some("12"),
+                Some("\"a b\""),
+                Some("nope"),
+                Some("{}"),
+                Some("\"x\\\"\""),
+                Some("[]")
+            ]
         );
     }
 
@@ -251,20 +340,104 @@ mod tests {
     fn a_document_cut_short_is_delivered_at_finish() {
         let documents = split(&[b"{\"a\":1}\n{\"b\":"]);
         assert_eq!(texts(&documents), [Some("{\"a\":1}"), Some("{\"b\":")]);
+        let documents = split(&[b"{\"a\":\"x\\"]);
+        assert_eq!(texts(&documents), [Some("{\"a\":\"x\\")]);
     }
 
     #[test]
     fn a_byte_order_mark_at_the_start_is_whitespace() {
         let documents = split(&[b"\xEF\xBB", b"\xBF{}"]);
         assert_eq!(texts(&documents), [Some("{}")]);
+        assert_eq!(documents[0].0, b"\xEF\xBB\xBF{}");
     }
 
     #[test]
     fn a_document_past_the_bound_is_an_error() {
-        let mut splitter = Splitter::new(8);
-        let mut out = Vec::new();
-        assert!(splitter.push(b"{\"a\":1}", &mut out).is_ok());
-        assert!(splitter.push(b"{\"a\":[1,2,3,4]}", &mut out).is_err());
+        // Whole in one chunk, and gathered across chunks; the whitespace
+        // before a document counts.
+        let (out, crossed) = split_within(&[b"{\"a\":1}", b"{\"a\":[1,2,3,4]}"], 8);
+        assert!(crossed);
+        assert_eq!(texts(&out), [Some("{\"a\":1}")]);
+        let (out, crossed) = split_within(&[b"{\"a\":1}{\"a\"", b":[1,2]}"], 8);
+        assert!(crossed);
         assert_eq!(out.len(), 1);
+        let (_, crossed) = split_within(&[b"  ", b"   ", b"{\"a\":1}"], 8);
+        assert!(crossed);
+        let (out, crossed) = split_within(&[b" {\"a\"", b":1}"], 8);
+        assert!(!crossed);
+        assert_eq!(texts(&out), [Some("{\"a\":1}")]);
+    }
+
+    #[test]
+    fn a_break_stops_the_chunk() {
+        let mut splitter = Splitter::new(1 << 20);
+        let mut seen = 0;
+        let status = splitter.push_each(b"{}{}{}", |_| {
+            seen += 1;
+            ControlFlow::Break(())
+        });
+        assert!(status.is_ok());
+        assert_eq!(seen, 1);
+    }
+
+    proptest::proptest! {
+        /// However the bytes are cut into chunks, the same documents are
+        /// read, and their raw bytes are all the bytes, in order.
+        #[test]
+        fn chunking_changes_nothing(
+            body in proptest::collection::vec(
+                proptest::sample::select(b"{}[]\"\\ \n\ta1:,\x01\xEF".to_vec()),
+                0..80,
+            ),
+            cuts in proptest::collection::vec(0usize..80, 0..5),
+        ) {
+            let whole = split(&[&body]);
+            let joined: Vec<u8> = whole.iter().flat_map(|d| d.0.clone()).collect();
+            proptest::prop_assert_eq!(&joined, &body);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for cut in cuts {
+                chunks.push(&body[last..cut]);
+                last = cut;
+            }
+            chunks.push(&body[last..]);
+            proptest::prop_assert_eq!(split(&chunks), whole);
+        }
+
+        /// A sequence of JSON values is read as those values.
+        #[test]
+        fn values_are_read_as_written(
+            values in proptest::collection::vec(json(), 0..6),
+            cut in 0usize..200,
+        ) {
+            let body: String = values.iter().map(|v| v.to_string() + "\n").collect();
+            let cut = cut.min(body.len());
+            let documents = split(&[&body.as_bytes()[..cut], &body.as_bytes()[cut..]]);
+            let read: Vec<serde_json::Value> = documents
+                .iter()
+                .filter_map(|(_, text)| text.as_deref())
+                .map(|text| serde_json::from_str(text).unwrap())
+                .collect();
+            proptest::prop_assert_eq!(read, values);
+        }
+    }
+
+    fn json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::Bool),
+            any::<i32>().prop_map(serde_json::Value::from),
+            "[a-z\"\\\\{}\\[\\] ]{0,6}".prop_map(serde_json::Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                proptest::collection::btree_map("[a-z\"\\\\]{0,4}", inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
     }
 }
