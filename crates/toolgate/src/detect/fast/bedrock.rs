@@ -82,6 +82,18 @@ struct Block<'a> {
 /// as an event of the short path's shape within `max_depth`; `None` when
 /// it is not one, and the general reading must read it.
 pub(crate) fn read(text: &str, max_depth: usize) -> Option<Light<'_>> {
+    let (light, end) = read_first(text, max_depth)?;
+    text[end..]
+        .bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .then_some(light)
+}
+
+/// Read the JSON document that starts `text` (at its brace), followed by
+/// anything, as [`read`] reads a whole one: the event and the document's
+/// length (to its closing brace), for a JSON sequence read where it
+/// stands ([`Splitter`](crate::detect::stream::sequence::Splitter)).
+pub(crate) fn read_first(text: &str, max_depth: usize) -> Option<(Light<'_>, usize)> {
     let mut scan = Scan::new(text, None, max_depth);
     if scan.peek()? != b'{' {
         return None;
@@ -135,10 +147,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Light<'_>> {
             _ => scan.skip(),
         }
     })?;
-    if !scan.at_end() || !any {
-        return None;
-    }
-    Some(light)
+    any.then_some((light, scan.at))
 }
 
 impl<'a> Scan<'a> {
@@ -347,6 +356,53 @@ mod tests {
             true
         });
         assert!(taken > 500, "{taken} taken");
+    }
+
+    /// A JSON sequence read whole, its events read where they stand
+    /// (`Assembler::push` of one chunk), reports and detects what it does
+    /// framed event by event (one byte a chunk, and `push_until`): around
+    /// each event above and each mutation, and for every fixture.
+    #[test]
+    fn events_read_where_they_stand_read_as_framed() {
+        use crate::detect::stream::{Assembler, StreamEvent};
+        use crate::{Framing, Limits};
+        let read = |chunks: &[&[u8]], until: bool| {
+            let mut stream = Assembler::new(Framing::JsonSequence, Limits::default());
+            let mut events: Vec<StreamEvent> = Vec::new();
+            for chunk in chunks {
+                events.extend(if until {
+                    stream.push_until(chunk, |_| false)
+                } else {
+                    stream.push(chunk)
+                });
+            }
+            events.extend(stream.close());
+            (events, stream.finish())
+        };
+        let mut bodies: Vec<String> = Vec::new();
+        for event in EVENTS {
+            for one in std::iter::once(event.to_owned()).chain(mutations(event)) {
+                bodies.push(format!(
+                    "{}\n{}\n {one}\r\n{}\n{}\n{}",
+                    EVENTS[0], EVENTS[3], EVENTS[4], EVENTS[2], EVENTS[8]
+                ));
+            }
+        }
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bedrock");
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                bodies.push(std::fs::read_to_string(&path).expect("fixture"));
+            }
+        }
+        for body in &bodies {
+            let whole = read(&[body.as_bytes()], false);
+            let bytes: Vec<&[u8]> = body.as_bytes().chunks(1).collect();
+            assert_eq!(whole, read(&bytes, false), "{body}");
+            assert_eq!(whole, read(&[body.as_bytes()], true), "{body}");
+        }
+        assert!(bodies.len() > 150, "{} bodies", bodies.len());
     }
 
     /// The events of the Bedrock stream fixtures (but a result block's)

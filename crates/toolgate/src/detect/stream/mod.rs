@@ -59,7 +59,7 @@ use serde_json::value::RawValue;
 
 use self::calls::Calls;
 use self::probe::{Probe, Route};
-use self::sequence::Splitter;
+use self::sequence::{Documents, Each, Splitter};
 use crate::detect::limits::{self, Limits};
 use crate::detect::sse::{self, EventRef, TooLarge};
 use crate::detect::{code_of, json_error_message, Detection};
@@ -197,14 +197,10 @@ impl Split {
     /// Each whole event of one more chunk, to `each`, until it breaks
     /// (the rest of the chunk is then not read; see
     /// [`Framer::push_each`](sse::Framer::push_each)).
-    fn push(
-        &mut self,
-        chunk: &[u8],
-        each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
-    ) -> Result<(), TooLarge> {
+    fn push(&mut self, chunk: &[u8], documents: &mut impl Documents) -> Result<(), TooLarge> {
         match self {
-            Split::Sse(framer) => framer.push_each(chunk, each),
-            Split::Sequence(splitter) => splitter.push_each(chunk, each),
+            Split::Sse(framer) => framer.push_each(chunk, |event| documents.document(event)),
+            Split::Sequence(splitter) => splitter.push_each(chunk, documents),
         }
     }
 
@@ -279,11 +275,18 @@ impl Assembler {
             ));
             return out;
         }
-        let reader = &mut self.reader;
-        let status = self.split.push(chunk, |event| {
-            reader.event(event, &mut out);
-            ControlFlow::Continue(())
-        });
+        let text = match &self.split {
+            Split::Sequence(_) => utf8_prefix(chunk),
+            Split::Sse(_) => "",
+        };
+        let status = self.split.push(
+            chunk,
+            &mut InPlace {
+                reader: &mut self.reader,
+                out: &mut out,
+                text,
+            },
+        );
         if let Err(TooLarge { max_event_bytes }) = status {
             self.stop(format!(
                 "a stream event is larger than {max_event_bytes} bytes (max_argument_bytes plus {EVENT_ENVELOPE_BYTES} for its envelope)"
@@ -321,18 +324,21 @@ impl Assembler {
         self.received = self.received.saturating_add(within.len());
         let reader = &mut self.reader;
         let mut refused = false;
-        let status = self.split.push(within, |event| {
-            let from = out.len();
-            reader.event(event, &mut out);
-            refused = out[from..].iter().any(
-                |reported| matches!(reported, StreamEvent::CallNamed { name, .. } if refuse(name)),
-            );
-            if refused {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        });
+        let status = self.split.push(
+            within,
+            &mut Each(|event: EventRef<'_>| {
+                let from = out.len();
+                reader.event(event, &mut out);
+                refused = out[from..].iter().any(
+                    |reported| matches!(reported, StreamEvent::CallNamed { name, .. } if refuse(name)),
+                );
+                if refused {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }),
+        );
         if refused {
             self.reading = Reading::Halted;
             return out;
@@ -435,6 +441,55 @@ impl Assembler {
         self.reader
             .calls
             .violation(ViolationCode::InputLimitExceeded, message);
+    }
+}
+
+/// The longest prefix of `bytes` that is UTF-8 text.
+fn utf8_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// The reader, given the documents of a chunk of a JSON sequence
+/// ([`Assembler::push`]): a Bedrock event of its short path's shape is
+/// read where it stands, framing and reading in one pass (the splitter
+/// does not walk it first); any other document is framed, then read.
+struct InPlace<'a> {
+    reader: &'a mut Reader,
+    out: &'a mut Vec<StreamEvent>,
+    /// The chunk's longest prefix that is UTF-8 text.
+    text: &'a str,
+}
+
+impl Documents for InPlace<'_> {
+    fn document(&mut self, event: EventRef<'_>) -> ControlFlow<()> {
+        self.reader.event(event, self.out);
+        ControlFlow::Continue(())
+    }
+
+    fn in_place(
+        &mut self,
+        chunk: &[u8],
+        from: usize,
+        start: usize,
+        limit: usize,
+    ) -> Option<(usize, ControlFlow<()>)> {
+        let text = self.text.get(start..limit.min(self.text.len()))?;
+        let reader = &mut *self.reader;
+        let limits = reader.calls.limits();
+        let max_depth = limits.max_depth.min(limits::HARD_MAX_DEPTH);
+        let (light, length) = crate::detect::fast::bedrock::read_first(text, max_depth)?;
+        #[cfg(debug_assertions)]
+        same_bedrock(&text[..length], &light, limits);
+        // What `Reader::event` does with the event framed.
+        reader.events += 1;
+        reader.error_event = false;
+        reader.decoders.bedrock.light(light, &mut reader.calls);
+        let end = start + length;
+        reader.calls.frame(&chunk[from..end], self.out);
+        Some((end, ControlFlow::Continue(())))
     }
 }
 

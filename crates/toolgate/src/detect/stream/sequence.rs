@@ -18,6 +18,38 @@ use std::ops::ControlFlow;
 use crate::detect::fast::special;
 use crate::detect::sse::{EventRef, TooLarge};
 
+/// What a splitter gives its documents to.
+pub(crate) trait Documents {
+    /// A whole document, borrowed: its raw bytes (the whitespace before
+    /// it, then the document) and the document as the event's data.
+    fn document(&mut self, event: EventRef<'_>) -> ControlFlow<()>;
+
+    /// A document that starts at `start` of `chunk` (at its brace), the
+    /// whitespace before it from `from`, read where it stands when it can
+    /// be, rather than framed and given to
+    /// [`document`](Self::document): where it ends (by `limit`), and
+    /// whether to go on; `None` when it is framed as any other. What is
+    /// read must be what [`document`](Self::document) reads of it framed.
+    fn in_place(
+        &mut self,
+        _chunk: &[u8],
+        _from: usize,
+        _start: usize,
+        _limit: usize,
+    ) -> Option<(usize, ControlFlow<()>)> {
+        None
+    }
+}
+
+/// Documents given to a closure, each framed.
+pub(crate) struct Each<F>(pub(crate) F);
+
+impl<F: FnMut(EventRef<'_>) -> ControlFlow<()>> Documents for Each<F> {
+    fn document(&mut self, event: EventRef<'_>) -> ControlFlow<()> {
+        (self.0)(event)
+    }
+}
+
 /// What the splitter is inside of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -62,18 +94,18 @@ impl Splitter {
         }
     }
 
-    /// Read one chunk, each whole document given to `each` as it is read,
-    /// borrowed: its raw bytes (the whitespace before it, then the
-    /// document) and the document as the event's data. When `each`
-    /// breaks, the rest of the chunk is not read, and the splitter should
-    /// not be used again; after an error, likewise.
+    /// Read one chunk, each whole document given to `documents` as it is
+    /// read: an object that starts in this chunk offered to be read where
+    /// it stands first ([`Documents::in_place`]), and the others framed.
+    /// When `documents` breaks, the rest of the chunk is not read, and the
+    /// splitter should not be used again; after an error, likewise.
     pub(crate) fn push_each(
         &mut self,
         chunk: &[u8],
-        mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+        documents: &mut impl Documents,
     ) -> Result<(), TooLarge> {
         // Where the current document's bytes in this chunk begin.
-        let mut from = 0;
+        let mut from = 0usize;
         let mut i = 0;
         while i < chunk.len() {
             match self.state {
@@ -83,6 +115,18 @@ impl Splitter {
                     let bom = self.at_start && matches!(b, 0xEF | 0xBB | 0xBF);
                     if !is_whitespace(b) && !bom {
                         self.at_start = false;
+                        if b == b'{' && self.raw.is_empty() {
+                            let limit = chunk
+                                .len()
+                                .min(from.saturating_add(self.max_document_bytes));
+                            if let Some((end, flow)) = documents.in_place(chunk, from, i, limit) {
+                                if flow.is_break() {
+                                    return Ok(());
+                                }
+                                (from, i) = (end, end);
+                                continue;
+                            }
+                        }
                         self.start = Some(self.raw.len() + (i - from));
                         self.state = match b {
                             b'{' | b'[' => State::Container { depth: 1 },
@@ -95,7 +139,7 @@ impl Splitter {
                 State::TopString => match string_end(&chunk[i..], self.escaped) {
                     Ok(at) => {
                         i += at;
-                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                        if self.emit(&chunk[from..i], documents)?.is_break() {
                             return Ok(());
                         }
                         from = i;
@@ -109,7 +153,7 @@ impl Splitter {
                     let (at, ended) = self.container(&chunk[i..], depth);
                     i += at;
                     if ended {
-                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                        if self.emit(&chunk[from..i], documents)?.is_break() {
                             return Ok(());
                         }
                         from = i;
@@ -120,7 +164,7 @@ impl Splitter {
                     if is_whitespace(b) || matches!(b, b'{' | b'[' | b'"') {
                         // The token ends before this byte, which starts the
                         // next document or the whitespace before it.
-                        if self.emit(&chunk[from..i], &mut each)?.is_break() {
+                        if self.emit(&chunk[from..i], documents)?.is_break() {
                             return Ok(());
                         }
                         from = i;
@@ -187,14 +231,14 @@ impl Splitter {
     fn emit(
         &mut self,
         tail: &[u8],
-        each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>,
+        documents: &mut impl Documents,
     ) -> Result<ControlFlow<()>, TooLarge> {
         let flow = if self.raw.is_empty() {
             self.bound(tail.len())?;
-            each(event(tail, self.start))
+            documents.document(event(tail, self.start))
         } else {
             self.append(tail)?;
-            let flow = each(event(&self.raw, self.start));
+            let flow = documents.document(event(&self.raw, self.start));
             self.raw.clear();
             flow
         };
@@ -288,7 +332,7 @@ mod tests {
             ControlFlow::Continue(())
         };
         for chunk in chunks {
-            if splitter.push_each(chunk, &mut keep).is_err() {
+            if splitter.push_each(chunk, &mut Each(&mut keep)).is_err() {
                 return (out, true);
             }
         }
@@ -372,10 +416,13 @@ mod tests {
     fn a_break_stops_the_chunk() {
         let mut splitter = Splitter::new(1 << 20);
         let mut seen = 0;
-        let status = splitter.push_each(b"{}{}{}", |_| {
-            seen += 1;
-            ControlFlow::Break(())
-        });
+        let status = splitter.push_each(
+            b"{}{}{}",
+            &mut Each(|_: EventRef<'_>| {
+                seen += 1;
+                ControlFlow::Break(())
+            }),
+        );
         assert!(status.is_ok());
         assert_eq!(seen, 1);
     }
