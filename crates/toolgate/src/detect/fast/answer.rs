@@ -222,42 +222,10 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     }
     let mut calls = Vec::new();
     let mut root = Root::default();
-    scan.fields(|scan, field| match field {
-        // (`id` is kept raw, `model` only seen: neither is read here.)
-        Field::id => scan.skip(),
-        Field::model => {
-            root.model = true;
-            scan.skip()
-        }
-        Field::candidates => {
-            root.candidates = Some(scan.candidates(&mut calls)?);
-            Some(())
-        }
-        Field::output if scan.peek()? == b'{' => {
-            root.output = Some(scan.converse_output(&mut calls)?);
-            Some(())
-        }
-        Field::object => {
-            root.object = true;
-            scan.value(super::Take::IsList).map(drop)
-        }
-        Field::choices => {
-            root.choices = Some(scan.choices(&mut calls)?);
-            Some(())
-        }
-        Field::kind => {
-            root.kind = Some(scan.plain()?);
-            Some(())
-        }
-        Field::role => {
-            root.role = Some(scan.plain()?);
-            Some(())
-        }
-        Field::content => {
-            root.content = scan.content(&mut calls)?;
-            Some(())
-        }
-        _ => scan.null(),
+    scan.fields_with(&ROOT_KEYS, false, |scan, key| match key {
+        // Keys of no table every reader skips.
+        Err(_) => scan.skip(),
+        Ok(field) => root.field(scan, field, &mut calls),
     })?;
     let (shape, objects) = root.shape(calls.len())?;
     // Each object the general reader would make a view of, at most: past
@@ -266,6 +234,74 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
         return None;
     }
     Some(Answer { shape, calls })
+}
+
+/// The keys of no table an answer's root most often holds (Gemini's,
+/// Bedrock Converse's, OpenAI's), skipped without a lookup: they are
+/// known as written ([`Key::Own`](super::Key::Own)).
+pub(super) const ROOT_KEYS: [&str; 8] = [
+    "usageMetadata",
+    "modelVersion",
+    "responseId",
+    "usage",
+    "stopReason",
+    "metrics",
+    "created",
+    "system_fingerprint",
+];
+
+/// The keys of no table a Gemini candidate most often holds, skipped
+/// alike.
+pub(super) const CANDIDATE_KEYS: [&str; 4] =
+    ["finishReason", "index", "avgLogprobs", "safetyRatings"];
+
+impl<'a> Root<'a> {
+    /// A key of the table at an answer's root, its value read.
+    fn field(
+        &mut self,
+        scan: &mut Scan<'a>,
+        field: Field,
+        calls: &mut Vec<Call<'a>>,
+    ) -> Option<()> {
+        let root = self;
+        match field {
+            // (`id` is kept raw, `model` only seen: neither is read here.)
+            Field::id => scan.skip(),
+            Field::model => {
+                root.model = true;
+                scan.skip()
+            }
+            Field::candidates => {
+                root.candidates = Some(scan.candidates(calls)?);
+                Some(())
+            }
+            Field::output if scan.peek()? == b'{' => {
+                root.output = Some(scan.converse_output(calls)?);
+                Some(())
+            }
+            Field::object => {
+                root.object = true;
+                scan.value(super::Take::IsList).map(drop)
+            }
+            Field::choices => {
+                root.choices = Some(scan.choices(calls)?);
+                Some(())
+            }
+            Field::kind => {
+                root.kind = Some(scan.plain()?);
+                Some(())
+            }
+            Field::role => {
+                root.role = Some(scan.plain()?);
+                Some(())
+            }
+            Field::content => {
+                root.content = scan.content(calls)?;
+                Some(())
+            }
+            _ => scan.null(),
+        }
+    }
 }
 
 /// Whether `count` objects of one kind (choices, calls, blocks: up to two
@@ -514,15 +550,16 @@ impl<'a> Scan<'a> {
     ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
         self.few_objects(|scan| {
             let mut content = Candidate::Empty;
-            scan.fields(|scan, field| match field {
-                Field::content if scan.peek()? == b'{' => {
+            scan.fields_with(&CANDIDATE_KEYS, false, |scan, key| match key {
+                Ok(Field::content) if scan.peek()? == b'{' => {
                     let start = scan.at;
                     let mut ahead = scan.ahead_of(start);
                     content = ahead.gemini_content(calls)?;
                     scan.at = start + ahead.at;
                     Some(())
                 }
-                _ => scan.null(),
+                Ok(_) => scan.null(),
+                Err(_) => scan.skip(),
             })?;
             Some(content)
         })

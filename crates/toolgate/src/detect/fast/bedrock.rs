@@ -162,30 +162,39 @@ impl<'a> Scan<'a> {
             Err(0) => scan.index_or_null(&mut block.index),
             Err(_) if scan.peek()? == b'{' => {
                 block.start = true;
-                scan.fields(|scan, field| match field {
-                    Field::toolUse if scan.peek()? == b'{' => {
-                        block.call = Some(scan.tool_use(false)?.0);
-                        Some(())
-                    }
-                    Field::toolUse | Field::toolResult => scan.null(),
-                    _ => scan.skip(),
-                })
+                let mut tool = None;
+                scan.holder(false, &mut tool)?;
+                block.call = tool.map(|(call, _)| call);
+                Some(())
             }
             Ok(Field::delta) if scan.peek()? == b'{' => {
                 block.delta = true;
-                scan.fields(|scan, field| match field {
-                    Field::toolUse if scan.peek()? == b'{' => {
-                        block.input = Some(scan.tool_use(true)?.1);
-                        Some(())
-                    }
-                    Field::toolUse | Field::toolResult => scan.null(),
-                    _ => scan.skip(),
-                })
+                let mut tool = None;
+                scan.holder(true, &mut tool)?;
+                block.input = tool.map(|(_, input)| input);
+                Some(())
             }
             Err(_) | Ok(Field::delta) => scan.null(),
             Ok(_) => scan.skip(),
         })?;
         Some(block)
+    }
+
+    /// A block's `start` or `delta` (`fragment`): its `toolUse`, if any,
+    /// into `tool`. A result (`toolResult`) gives up.
+    fn holder(
+        &mut self,
+        fragment: bool,
+        tool: &mut Option<(StartCall<'a>, Cow<'a, str>)>,
+    ) -> Option<()> {
+        self.fields(|scan, field| match field {
+            Field::toolUse if scan.peek()? == b'{' => {
+                *tool = Some(scan.tool_use(fragment)?);
+                Some(())
+            }
+            Field::toolUse | Field::toolResult => scan.null(),
+            _ => scan.skip(),
+        })
     }
 
     /// A `toolUse`: the call it starts, and its `input` as a fragment

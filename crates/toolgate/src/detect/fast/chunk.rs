@@ -519,6 +519,8 @@ pub(super) mod tests {
             .chain(&crate::detect::fast::bedrock::ROOT_KEYS)
             .chain(&crate::detect::fast::bedrock::BLOCK_KEYS)
             .chain(&crate::detect::fast::bedrock::TOOL_KEYS)
+            .chain(&crate::detect::fast::answer::ROOT_KEYS)
+            .chain(&crate::detect::fast::answer::CANDIDATE_KEYS)
             .chain(&["index", "finish_reason", "partial_json"]);
         for key in own {
             assert!(
