@@ -255,6 +255,10 @@ pub(super) const ROOT_KEYS: [&str; 8] = [
 pub(super) const CANDIDATE_KEYS: [&str; 4] =
     ["finishReason", "index", "avgLogprobs", "safetyRatings"];
 
+/// The keys of no table a Gemini part or a Converse content block most
+/// often holds beside a call, skipped alike.
+pub(super) const PART_KEYS: [&str; 2] = ["text", "thoughtSignature"];
+
 impl<'a> Root<'a> {
     /// A key of the table at an answer's root, its value read.
     fn field(
@@ -590,12 +594,13 @@ impl<'a> Scan<'a> {
         mut read: impl FnMut(&mut Self) -> Option<Call<'a>>,
     ) -> Option<bool> {
         let mut call = None;
-        self.fields(|scan, field| match field {
-            field if field == wrapper && scan.peek()? == b'{' => {
+        self.fields_with(&PART_KEYS, false, |scan, key| match key {
+            Ok(field) if field == wrapper && scan.peek()? == b'{' => {
                 call = Some(read(scan)?);
                 Some(())
             }
-            _ => scan.null(),
+            Ok(_) => scan.null(),
+            Err(_) => scan.skip(),
         })?;
         let Some(call) = call else {
             return Some(false);
