@@ -194,9 +194,10 @@ enum Split {
 }
 
 impl Split {
-    /// Each whole event of one more chunk, to `each`, until it breaks
-    /// (the rest of the chunk is then not read; see
-    /// [`Framer::push_each`](sse::Framer::push_each)).
+    /// Each whole event of one more chunk, to `documents`, until it
+    /// breaks (the rest of the chunk is then not read; see
+    /// [`Framer::push_each`](sse::Framer::push_each) and
+    /// [`Splitter::push_each`]).
     fn push(&mut self, chunk: &[u8], documents: &mut impl Documents) -> Result<(), TooLarge> {
         match self {
             Split::Sse(framer) => framer.push_each(chunk, |event| documents.document(event)),
