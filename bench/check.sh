@@ -10,7 +10,7 @@
 # and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
-# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream small large deep formats (all by default).
+# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats (all by default).
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
 # 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all),
 # chat-sse, 2,000 (25 KB each, 51 MB), and responses-sse, 2,000 (43 KB
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream small large deep formats}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do

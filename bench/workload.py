@@ -31,6 +31,11 @@ Shapes (bench/shapes/):
   bedrock-stream  the same calls streamed as Bedrock ConverseStream
              events, as JSON lines: `toolUse.input` fragments of 2 to 24
              characters
+  vercel-sse the same calls streamed as a Vercel AI SDK v5 UI message
+             stream (`toUIMessageStreamResponse()`): each call's arguments
+             in `tool-input-delta`s of 1 to 8 characters, then its parsed
+             `input` (`tool-input-available`), or `tool-input-error` for
+             arguments that do not parse or an unknown tool
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)

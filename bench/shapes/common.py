@@ -477,6 +477,91 @@ def bedrock_stream(i, v, calls, extra):
     return compact("".join(compact(event) + "\n" for event in events))
 
 
+def vercel_sse(i, v, calls, extra, tools):
+    """The same calls as one Vercel AI SDK v5 UI message stream, as
+    `streamText(...).toUIMessageStreamResponse()` sends it, as a line (see
+    `sse`): `start` (one time in two with a `messageId`), `start-step`, the
+    text part (four times in five) in `text-delta`s of 3 to 12 characters,
+    then for each call `tool-input-start`, its arguments text in
+    `tool-input-delta`s of 1 to 8 characters, and the call as the SDK
+    parsed it; `finish-step`, `finish`, `[DONE]`. The tools are declared
+    with `jsonSchema()`, which validates nothing, so the SDK only parses
+    the text: `tool-input-available` whose `input` is what `JSON.parse`
+    gives (a key sent twice: its last value; empty text: `{}`), or
+    `tool-input-error` (`errorText`, and `input` the raw text when it does
+    not parse, else the parsed value) for a text that does not parse or a
+    tool the SDK does not know. The random draws are those of
+    `chat_completion`, so payload i holds the same calls; the rest comes
+    from `extra`."""
+    v.r.randint(300, 4000)  # the draws of `chat_completion`: usage, id,
+    v.r.randint(15, 60)  # model and system fingerprint
+    v.alnum(29)
+    v.pick(CLAUDE_MODELS)
+    v.alnum(10, "0123456789abcdef")
+    start = {"type": "start"}
+    if extra.random() < 0.5:
+        start["messageId"] = "msg-" + "".join(extra.choice(string.ascii_letters + string.digits)
+                                              for _ in range(16))
+    events = [start, {"type": "start-step"}]
+    opener = extra.choice(OPENERS) if extra.random() < 0.8 else None
+    if opener:
+        events.append({"type": "text-start", "id": "0"})
+        for piece in pieces(opener, extra, [3, 5, 8, 12]):
+            events.append({"type": "text-delta", "id": "0", "delta": piece})
+        events.append({"type": "text-end", "id": "0"})
+    known = [name for name, _, _ in tools]
+    for cid, name, text in calls:
+        call_id = "call_" + cid
+        events.append({"type": "tool-input-start", "toolCallId": call_id, "toolName": name})
+        for piece in pieces(text, extra, [1, 2, 3, 3, 4, 4, 4, 5, 5, 6, 7, 8]):
+            events.append({"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": piece})
+        try:
+            parsed, failure = js_parse(text) if text.strip() else {}, None
+        except ValueError as err:
+            parsed, failure = text, js_parse_error(text, err)
+        if name not in known:  # NoSuchToolError, checked first
+            events.append({"type": "tool-input-error", "toolCallId": call_id, "toolName": name,
+                           "input": parsed, "dynamic": True,
+                           "errorText": f"Model tried to call unavailable tool '{name}'. "
+                                        f"Available tools: {', '.join(known)}."})
+        elif failure:  # InvalidToolInputError
+            events.append({"type": "tool-input-error", "toolCallId": call_id, "toolName": name,
+                           "input": parsed,
+                           "errorText": f"Invalid input for tool {name}: JSON parsing failed: "
+                                        f"Text: {text}.\nError message: {failure}"})
+        else:
+            events.append({"type": "tool-input-available", "toolCallId": call_id, "toolName": name,
+                           "input": parsed})
+    events += [{"type": "finish-step"}, {"type": "finish"}]
+    return sse([(None, compact(event)) for event in events] + [(None, "[DONE]")])
+
+
+def js_parse(text):
+    """`text` as JavaScript's `JSON.parse` reads it: a key twice gives its
+    last value, in the first one's place; `NaN` and `Infinity` are no JSON;
+    every number is a double, which `JSON.stringify` writes back without a
+    fraction when it has none (`3177.0` as `3177`)."""
+
+    def no_constant(name):
+        raise ValueError(f"{name} is no JSON")
+
+    def number(literal):
+        value = float(literal)
+        return int(value) if value.is_integer() and abs(value) < 1e21 else value
+
+    return json.loads(text, parse_constant=no_constant, parse_float=number, parse_int=number)
+
+
+def js_parse_error(text, err):
+    """Roughly V8's message for `JSON.parse(text)` failing as `err` says."""
+    at = getattr(err, "pos", len(text))
+    if "Unterminated string" in str(err):
+        return f"Unterminated string in JSON at position {len(text)} (line 1 column {len(text) + 1})"
+    if at >= len(text):
+        return "Unexpected end of JSON input"
+    return f"Expected property name or '}}' in JSON at position {at} (line 1 column {at + 1})"
+
+
 def input_text(text):
     """An arguments text as an Anthropic `input`: the object as written, or
     the text as a string when it is not a JSON object."""
@@ -535,7 +620,8 @@ class Shape:
     Pointer toolgate reports."""
 
     name = ""
-    wire = "openai"  # or "anthropic", "responses", "gemini", "bedrock", "chat_sse", "messages_sse", "responses_sse"
+    wire = "openai"  # or "anthropic", "responses", "gemini", "bedrock", "chat_sse", "messages_sse", "responses_sse",
+    # "gemini_sse", "bedrock_stream", "vercel_sse"
     tools = []  # (name, description, parameters)
     tool_weights = None
     call_counts, call_weights = [1], [1]
@@ -658,6 +744,8 @@ class Shape:
             return gemini_sse(i, v, calls, extra), len(calls), record
         if self.wire == "responses_sse":
             return responses_sse(i, v, calls, extra, self.tools), len(calls), record
+        if self.wire == "vercel_sse":
+            return vercel_sse(i, v, calls, extra, self.tools), len(calls), record
         return chat_completion(i, v, calls), len(calls), record
 
     def policy_yaml(self):

@@ -359,6 +359,14 @@ class BedrockStream(OpenAI):
     wire = "bedrock_stream"
 
 
+class VercelSse(OpenAI):
+    """The same calls as Vercel AI SDK v5 UI message streams: payload i
+    holds the calls and the defect of payload i of `openai`, each call's
+    arguments in `tool-input-delta`s, then its parsed `input`."""
+    name = "vercel-sse"
+    wire = "vercel_sse"
+
+
 class MessagesSse(OpenAI):
     """The same calls as streamed Anthropic Messages answers: payload i
     holds the calls and the defect of payload i of `openai`, in events."""

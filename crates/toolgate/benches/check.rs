@@ -1,6 +1,6 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
 //! --shape`: `openai`, `anthropic`, `responses`, `gemini`, `bedrock`, `chat-sse`,
-//! `messages-sse`, `responses-sse`, `gemini-sse`, `bedrock-stream`, `small`, `large`, `deep`, `formats`), from bytes to verdict with the compiled
+//! `messages-sse`, `responses-sse`, `gemini-sse`, `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats`), from bytes to verdict with the compiled
 //! policy, beside the naive pipeline users write for that wire format: a
 //! `serde_json::Value` of the body (of each event's data, for a stream,
 //! the calls' fragments gathered by index), each call's arguments (parsed
@@ -80,7 +80,7 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 14] = [
+const SHAPES: [&str; 15] = [
     "openai",
     "anthropic",
     "responses",
@@ -91,6 +91,7 @@ const SHAPES: [&str; 14] = [
     "responses-sse",
     "gemini-sse",
     "bedrock-stream",
+    "vercel-sse",
     "small",
     "large",
     "deep",

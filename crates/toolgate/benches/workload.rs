@@ -3,8 +3,9 @@
 //! shape, OpenAI Responses for `responses`, Gemini and Bedrock Converse
 //! answers for `gemini` and `bedrock`, and for `chat-sse`, `messages-sse`,
 //! `responses-sse` and `gemini-sse` a `text/event-stream` body of those
-//! formats, and for `bedrock-stream` a ConverseStream's JSON lines, as a
-//! JSON string), and what each
+//! formats, for `vercel-sse` a Vercel AI SDK UI message stream, and for
+//! `bedrock-stream` a ConverseStream's JSON lines, as a JSON string), and
+//! what each
 //! one should be found to hold; and the naive pipeline a user writes for
 //! that wire format. `Workload::load`
 //! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
@@ -18,7 +19,7 @@ pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
     /// `openai`, `anthropic`, `responses`, `gemini`, `bedrock`,
     /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`,
-    /// `bedrock-stream`, `small`, `large`, `deep` or `formats`.
+    /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep` or `formats`.
     pub(crate) shape: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
@@ -146,6 +147,8 @@ enum Wire {
     GeminiStream,
     /// Bedrock ConverseStream events as JSON lines.
     BedrockStream,
+    /// Vercel AI SDK UI message stream parts.
+    VercelStream,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -171,6 +174,7 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
             "responses-sse" => Wire::ResponsesStream,
             "gemini-sse" => Wire::GeminiStream,
             "bedrock-stream" => Wire::BedrockStream,
+            "vercel-sse" => Wire::VercelStream,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -188,6 +192,7 @@ pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
         Wire::ResponsesStream => return naive_responses_stream(validators, body),
         Wire::GeminiStream => return naive_gemini_stream(validators, body),
         Wire::BedrockStream => return naive_bedrock_stream(validators, body),
+        Wire::VercelStream => return naive_vercel_stream(validators, body),
         Wire::ChatCompletions | Wire::Messages | Wire::Responses | Wire::Gemini | Wire::Bedrock => {
             serde_json::from_slice(body).ok()?
         }
@@ -435,6 +440,38 @@ fn naive_responses_stream(
             Some("response.function_call_arguments.delta") => {
                 let call = *items.get(event.get("item_id")?.as_str()?)?;
                 calls[call].1.push_str(event.get("delta")?.as_str()?);
+            }
+            _ => {}
+        }
+        Some(())
+    })?;
+    Some(invalid_of(validators, &calls))
+}
+
+/// A Vercel AI SDK UI message stream, as a client gathers it: each event a
+/// `serde_json::Value`, a call opened by each `tool-input-start`, its
+/// `inputTextDelta`s gathered by `toolCallId`; then each call's input text
+/// parsed and validated. `None` when an event is not JSON.
+fn naive_vercel_stream(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &[u8],
+) -> Option<usize> {
+    let mut calls: Vec<(Option<String>, String)> = Vec::new();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    events(body, |event| {
+        match event.get("type").and_then(Value::as_str) {
+            Some("tool-input-start") => {
+                let name = event
+                    .get("toolName")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                ids.insert(event.get("toolCallId")?.as_str()?.to_owned(), calls.len());
+                calls.push((name, String::new()));
+            }
+            Some("tool-input-delta") => {
+                let call = *ids.get(event.get("toolCallId")?.as_str()?)?;
+                let text = event.get("inputTextDelta")?.as_str()?;
+                calls[call].1.push_str(text);
             }
             _ => {}
         }

@@ -12,6 +12,7 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::check::json_eq;
 use crate::detect::args::{error, parse_object};
 use crate::detect::collect::{too_many_calls, ArgSource, Collector};
 use crate::detect::limits::Limits;
@@ -425,9 +426,19 @@ impl Calls {
             return;
         }
         if !slot.text.is_empty() {
-            let streamed = parse_object(&slot.text, &limits).ok().map(Value::Object);
+            // The streamed text's own defect (a key given twice, text that
+            // is no JSON object) is the call's; else the two must hold the
+            // same value, numbers by value (a JavaScript client writes the
+            // `3177.0` it streamed as `3177`).
+            let streamed = match parse_object(&slot.text, &limits) {
+                Ok(streamed) => Value::Object(streamed),
+                Err(err) => {
+                    self.fail(call, err);
+                    return;
+                }
+            };
             let given = serde_json::from_str::<Value>(value.get()).ok();
-            if streamed.is_none() || streamed != given {
+            if !given.is_some_and(|given| json_eq(&streamed, &given)) {
                 self.conflict(call, "the final input differs from the streamed fragments");
                 return;
             }

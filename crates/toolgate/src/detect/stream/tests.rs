@@ -249,8 +249,35 @@ fn vercel_available_input_must_agree_with_the_deltas() {
         available(json!({"a": 1})),
     ]));
     assert_eq!(object(&found, 0), json!({"a": 1}));
-    let found = read(&sse(&[start, delta, available(json!({"a": 2}))]));
+    let found = read(&sse(&[
+        start.clone(),
+        delta.clone(),
+        available(json!({"a": 2})),
+    ]));
     assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+    // Numbers by value: a JavaScript client writes the `2.0` it streamed
+    // as `2`; the value it gives is the one checked.
+    let whole = json!({"type": "tool-input-delta", "toolCallId": "c1",
+                       "inputTextDelta": "{\"a\":2.0,\"b\":[1e2]}"});
+    let found = read(&sse(&[
+        start.clone(),
+        whole.clone(),
+        available(json!({"a": 2, "b": [100]})),
+    ]));
+    assert!(found.violations.is_empty(), "{:?}", found.violations);
+    assert_eq!(object(&found, 0), json!({"a": 2, "b": [100]}));
+    let found = read(&sse(&[
+        start.clone(),
+        whole,
+        available(json!({"a": 2, "b": [101]})),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::Conflicting);
+    // A key the deltas give twice is the call's defect, whatever the
+    // value given (a JavaScript client keeps the last).
+    let twice = json!({"type": "tool-input-delta", "toolCallId": "c1",
+                       "inputTextDelta": "{\"a\":1,\"a\":2}"});
+    let found = read(&sse(&[start, twice, available(json!({"a": 2}))]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::DuplicateKey);
 }
 
 #[test]
