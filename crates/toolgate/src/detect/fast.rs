@@ -17,6 +17,7 @@ pub(crate) mod block;
 pub(crate) mod chunk;
 pub(crate) mod gemini;
 pub(crate) mod item;
+pub(crate) mod vercel;
 
 use std::borrow::Cow;
 

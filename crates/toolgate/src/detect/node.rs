@@ -877,6 +877,29 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
     })
 }
 
+/// The text of a JSON string literal (`literal`, its quotes included)
+/// that holds escapes, decoded into this thread's scratch buffer and given
+/// to `f` there, rather than copied out; `None` when it is no literal.
+pub(crate) fn with_unquoted<T>(literal: &str, f: impl FnOnce(&str) -> T) -> Option<T> {
+    let body = literal.as_bytes().strip_prefix(b"\"")?;
+    let run = |scratch: &mut Vec<u8>| {
+        let (end, written) = decode(body, scratch, 0)?;
+        if end + 1 != body.len() {
+            return None;
+        }
+        let value = f(utf8(&scratch[..written])?);
+        if scratch.len() > MAX_SCRATCH {
+            *scratch = Vec::new();
+        }
+        Some(value)
+    };
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => run(&mut scratch),
+        // Already in use on this thread: a buffer of its own.
+        Err(_) => run(&mut Vec::new()),
+    })
+}
+
 /// `bytes` as text, when they are UTF-8: checked with SIMD when there are
 /// enough of them for it to pay.
 pub(crate) fn utf8(bytes: &[u8]) -> Option<&str> {

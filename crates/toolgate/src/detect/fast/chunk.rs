@@ -522,6 +522,7 @@ pub(super) mod tests {
             .chain(&crate::detect::fast::answer::ROOT_KEYS)
             .chain(&crate::detect::fast::answer::CANDIDATE_KEYS)
             .chain(&crate::detect::fast::answer::PART_KEYS)
+            .chain(&crate::detect::fast::vercel::ROOT_KEYS)
             .chain(&["index", "finish_reason", "partial_json"]);
         for key in own {
             assert!(

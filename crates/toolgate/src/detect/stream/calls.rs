@@ -407,7 +407,7 @@ impl Calls {
 
     /// The authoritative final value (Vercel's `tool-input-available`):
     /// fragments, if any, must hold the same JSON value.
-    pub(crate) fn final_value(&mut self, call: usize, value: &RawValue) {
+    pub(crate) fn final_value(&mut self, call: usize, value: &str) {
         self.touch(call);
         let limits = self.limits;
         let Some(slot) = self.slots.get_mut(call) else {
@@ -417,7 +417,7 @@ impl Calls {
             return;
         }
         if let Some(known) = &slot.inline {
-            if **known != *value.get() {
+            if **known != *value {
                 self.conflict(
                     call,
                     "the stream gives this call two different final inputs",
@@ -425,7 +425,12 @@ impl Calls {
             }
             return;
         }
-        if !slot.text.is_empty() {
+        if value.starts_with('{') && slot.text == value {
+            // The very text streamed: the same value, whose own defects
+            // (a key given twice) its reading as the call's arguments
+            // finds.
+            slot.text.clear();
+        } else if !slot.text.is_empty() {
             // The streamed text's own defect (a key given twice, text that
             // is no JSON object) is the call's; else the two must hold the
             // same value, numbers by value (a JavaScript client writes the
@@ -437,14 +442,14 @@ impl Calls {
                     return;
                 }
             };
-            let given = serde_json::from_str::<Value>(value.get()).ok();
+            let given = serde_json::from_str::<Value>(value).ok();
             if !given.is_some_and(|given| json_eq(&streamed, &given)) {
                 self.conflict(call, "the final input differs from the streamed fragments");
                 return;
             }
             slot.text.clear();
         }
-        slot.inline = Some(value.get().into());
+        slot.inline = Some(value.into());
         slot.settled = true;
     }
 

@@ -49,7 +49,7 @@ pub(crate) mod openai_chat;
 pub(crate) mod openai_responses;
 mod probe;
 mod sequence;
-mod vercel;
+pub(crate) mod vercel;
 mod whole;
 
 use std::ops::ControlFlow;
@@ -141,16 +141,19 @@ enum Short {
     Item,
     /// A Bedrock event ([`fast::bedrock`](crate::detect::fast::bedrock)).
     Bedrock,
+    /// A Vercel AI SDK part ([`fast::vercel`](crate::detect::fast::vercel)).
+    Vercel,
 }
 
 impl Short {
     /// The order the short paths are tried in.
-    const ORDER: [Short; 5] = [
+    const ORDER: [Short; 6] = [
         Short::Chunk,
         Short::Block,
         Short::Gemini,
         Short::Item,
         Short::Bedrock,
+        Short::Vercel,
     ];
 
     /// The short path an event is most likely to take, by its name or its
@@ -162,6 +165,12 @@ impl Short {
             return Some(Short::Item);
         }
         let key = text.strip_prefix("{\"")?;
+        if let Some(kind) = key.strip_prefix("type\":\"") {
+            return ["text-", "tool-input-", "reasoning-", "start", "finish"]
+                .iter()
+                .any(|prefix| kind.starts_with(prefix))
+                .then_some(Short::Vercel);
+        }
         if key.starts_with("candidates\"") {
             Some(Short::Gemini)
         } else if ["contentBlock", "messageSt", "metadata\""]
@@ -573,7 +582,8 @@ impl Reader {
     /// read once: a Chat chunk ([`fast::chunk`]), an Anthropic event
     /// ([`fast::block`]), a Gemini event ([`fast::gemini`]), a Responses
     /// arguments delta or start ([`fast::item`]), a Bedrock event
-    /// ([`fast::bedrock`]). `false` when it is none of these, for the
+    /// ([`fast::bedrock`]), a Vercel AI SDK part ([`fast::vercel`]).
+    /// `false` when it is none of these, for the
     /// general reading. The path its name or first key points to is tried
     /// first ([`Short::likely`]).
     ///
@@ -582,6 +592,7 @@ impl Reader {
     /// [`fast::gemini`]: crate::detect::fast::gemini
     /// [`fast::item`]: crate::detect::fast::item
     /// [`fast::bedrock`]: crate::detect::fast::bedrock
+    /// [`fast::vercel`]: crate::detect::fast::vercel
     fn short_path(&mut self, name: Option<&[u8]>, text: &str) -> bool {
         let first = Short::likely(name, text);
         if let Some(path) = first {
@@ -650,6 +661,17 @@ impl Reader {
                 #[cfg(debug_assertions)]
                 same_bedrock(text, &light, limits);
                 self.decoders.bedrock.light(light, &mut self.calls);
+            }
+            Short::Vercel => {
+                let Some((kind, light)) = crate::detect::fast::vercel::read(text, max_depth) else {
+                    return false;
+                };
+                if !unnamed && name != Some(kind.as_bytes()) {
+                    return false;
+                }
+                #[cfg(debug_assertions)]
+                same_vercel(text, kind, &light, limits);
+                self.decoders.vercel.light(light, &mut self.calls);
             }
             // A named event: no chunk of these formats has a name.
             Short::Chunk | Short::Gemini | Short::Bedrock => return false,
@@ -776,6 +798,21 @@ pub(crate) fn same_gemini<'a>(text: &'a str, light: &gemini::Light<'a>, limits: 
 #[cfg(debug_assertions)]
 pub(crate) fn same_bedrock<'a>(text: &'a str, light: &bedrock::Light<'a>, limits: &Limits) {
     same_event(text, None, Route::Bedrock, light, limits, bedrock::light);
+}
+
+/// Debug builds: a Vercel AI SDK part the short path read
+/// ([`fast::vercel`](crate::detect::fast::vercel)) is what the general
+/// reading reads: see [`same_event`].
+#[cfg(debug_assertions)]
+pub(crate) fn same_vercel<'a>(
+    text: &'a str,
+    kind: &str,
+    light: &vercel::Light<'a>,
+    limits: &Limits,
+) {
+    same_event(text, Some(kind), Route::Vercel, light, limits, |probe| {
+        vercel::light(probe, kind)
+    });
 }
 
 /// Debug builds: an Anthropic event the short path read

@@ -276,7 +276,19 @@ fn vercel_available_input_must_agree_with_the_deltas() {
     // value given (a JavaScript client keeps the last).
     let twice = json!({"type": "tool-input-delta", "toolCallId": "c1",
                        "inputTextDelta": "{\"a\":1,\"a\":2}"});
-    let found = read(&sse(&[start, twice, available(json!({"a": 2}))]));
+    let found = read(&sse(&[
+        start.clone(),
+        twice.clone(),
+        available(json!({"a": 2})),
+    ]));
+    assert_eq!(reason(&found, 0), ArgumentErrorReason::DuplicateKey);
+    // And when the input is that very text (a producer that does not
+    // parse it), read as the call's arguments.
+    let same = format!(
+        "data: {start}\n\ndata: {twice}\n\ndata: {}\n\n",
+        r#"{"type":"tool-input-available","toolCallId":"c1","toolName":"f","input":{"a":1,"a":2}}"#
+    );
+    let found = read(same.as_bytes());
     assert_eq!(reason(&found, 0), ArgumentErrorReason::DuplicateKey);
 }
 
