@@ -810,6 +810,27 @@ pub(crate) fn special(bytes: &[u8]) -> Option<usize> {
         .map(|end| at + end)
 }
 
+/// Where the string whose text `bytes` start ends (its opening quote
+/// read; `escaped`: a backslash at the end of the last chunk escapes the
+/// first byte), eight bytes at a time: `Ok` with the length up to and
+/// including its closing quote, or `Err` when it goes on past `bytes`,
+/// with whether a backslash at their end escapes the next byte.
+#[inline]
+pub(crate) fn string_end(bytes: &[u8], escaped: bool) -> Result<usize, bool> {
+    let mut at = usize::from(escaped);
+    while let Some(found) = bytes.get(at..).and_then(special) {
+        at += found;
+        match bytes[at] {
+            b'"' => return Ok(at + 1),
+            b'\\' if at + 1 == bytes.len() => return Err(true),
+            b'\\' => at += 2,
+            // A control character: the parser's to judge.
+            _ => at += 1,
+        }
+    }
+    Err(false)
+}
+
 /// Whether a string's byte ends a run of plain text: a quote, a backslash
 /// or a control character.
 pub(crate) fn is_special(byte: u8) -> bool {

@@ -99,17 +99,8 @@ fn deeper_than(text: &[u8], max: usize) -> Option<usize> {
     while let Some(&byte) = text.get(at) {
         match byte {
             b'"' => {
-                // Skip the string, escapes and all, eight bytes at a time.
-                at += 1;
-                loop {
-                    at += crate::detect::fast::special(text.get(at..)?)?;
-                    match text[at] {
-                        b'"' => break,
-                        b'\\' => at += 2,
-                        // A control character: the parser's to refuse.
-                        _ => at += 1,
-                    }
-                }
+                // Skip the string, escapes and all, to its closing quote.
+                at += crate::detect::fast::string_end(&text[at + 1..], false).ok()?;
             }
             b'[' | b'{' => {
                 depth += 1;

@@ -177,50 +177,46 @@ pub(crate) fn read_body(body: &str, mut out: Collector<'_>, limits: &Limits) -> 
             None => {}
         }
     }
-    if body.starts_with(['{', '[']) {
-        let root = match document::parse_whole(body) {
-            Ok(root) => Ok(root),
-            // A sequence of documents (JSON lines, Bedrock ConverseStream
-            // events) is a stream, bounded event by event by the
-            // assembler, as an event stream is.
-            Err(document::NotOne::Sequence) => {
-                return stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
-            }
-            Err(document::NotOne::Invalid(err)) => Err(err),
-        };
-        // One document: bounded as a whole before its calls are read (it
-        // was parsed within the parser's own nesting bound).
-        if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
-            out.violation(ViolationCode::InputLimitExceeded, message);
-            return out.finish(Framing::Json);
+    // A sequence of documents (JSON lines, Bedrock ConverseStream events)
+    // is a stream: it goes to the assembler before the payload's nesting is
+    // scanned, and is bounded event by event, as an event stream is.
+    let root = match body
+        .starts_with(['{', '['])
+        .then(|| document::parse_whole(body))
+    {
+        Some(Err(document::NotOne::Sequence)) => {
+            return stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
         }
-        return match root {
-            Ok(root) => {
-                document::read_root(&root, &mut out);
-                whole_document(body, out, limits)
-            }
-            Err(err) => {
-                out.violation(code_of(&err), json_error_message("the payload", &err));
-                out.finish(Framing::Json)
-            }
-        };
-    }
-    // An event stream is bounded event by event, by the assembler.
-    if !sse::looks_like_sse(body) {
+        Some(Ok(root)) => Some(Ok(root)),
+        Some(Err(document::NotOne::Invalid(err))) => Some(Err(err)),
+        None => None,
+    };
+    // One document (parsed within the parser's own nesting bound), or a
+    // body that is no event stream, is bounded as a whole before it is
+    // read; an event stream is bounded event by event, by the assembler.
+    if root.is_some() || !sse::looks_like_sse(body) {
         if let Some(message) = limits::too_deep(body.as_bytes(), limits, "the payload") {
             out.violation(ViolationCode::InputLimitExceeded, message);
             return out.finish(Framing::Json);
         }
     }
-    match body.as_bytes().first() {
-        None => {
+    match (root, body.as_bytes().first()) {
+        (Some(Ok(root)), _) => {
+            document::read_root(&root, &mut out);
+            whole_document(body, out, limits)
+        }
+        (Some(Err(err)), _) => {
+            out.violation(code_of(&err), json_error_message("the payload", &err));
+            out.finish(Framing::Json)
+        }
+        (None, None) => {
             out.violation(ViolationCode::MalformedPayload, "the payload is empty");
             out.finish(Framing::Json)
         }
-        Some(_) if sse::looks_like_sse(body) => {
+        (None, Some(_)) if sse::looks_like_sse(body) => {
             stream::read_whole(body.as_bytes(), Framing::Sse, limits)
         }
-        Some(_) => {
+        (None, Some(_)) => {
             // A JSON scalar (`null`, `42`, `"text"`) holds no call.
             if document::read(body, &mut out).is_err() {
                 out.violation(

@@ -862,19 +862,7 @@ const MAX_SCRATCH: usize = 1 << 20;
 /// A JSON string's text, escapes decoded, `body` starting past its opening
 /// quote: where its closing quote is, and the text; `None` as [`decode`].
 pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
-    let run = |scratch: &mut Vec<u8>| {
-        let (end, written) = decode(body, scratch, 0)?;
-        let text = utf8(&scratch[..written])?.to_owned();
-        if scratch.len() > MAX_SCRATCH {
-            *scratch = Vec::new();
-        }
-        Some((end, text))
-    };
-    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut scratch) => run(&mut scratch),
-        // Already in use on this thread (never, today): a buffer of its own.
-        Err(_) => run(&mut Vec::new()),
-    })
+    with_decoded(body, |end, text| (end, text.to_owned()))
 }
 
 /// The text of a JSON string literal (`literal`, its quotes included)
@@ -882,12 +870,16 @@ pub(crate) fn decoded(body: &[u8]) -> Option<(usize, String)> {
 /// to `f` there, rather than copied out; `None` when it is no literal.
 pub(crate) fn with_unquoted<T>(literal: &str, f: impl FnOnce(&str) -> T) -> Option<T> {
     let body = literal.as_bytes().strip_prefix(b"\"")?;
+    with_decoded(body, |end, text| (end + 1 == body.len()).then(|| f(text)))?
+}
+
+/// The string whose body (after its opening quote) starts `body`, decoded
+/// into this thread's scratch buffer: `f` is given where its closing quote
+/// is in `body` and its text.
+fn with_decoded<T>(body: &[u8], f: impl FnOnce(usize, &str) -> T) -> Option<T> {
     let run = |scratch: &mut Vec<u8>| {
         let (end, written) = decode(body, scratch, 0)?;
-        if end + 1 != body.len() {
-            return None;
-        }
-        let value = f(utf8(&scratch[..written])?);
+        let value = f(end, utf8(&scratch[..written])?);
         if scratch.len() > MAX_SCRATCH {
             *scratch = Vec::new();
         }
@@ -895,7 +887,7 @@ pub(crate) fn with_unquoted<T>(literal: &str, f: impl FnOnce(&str) -> T) -> Opti
     };
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut scratch) => run(&mut scratch),
-        // Already in use on this thread: a buffer of its own.
+        // Already in use on this thread (never, today): a buffer of its own.
         Err(_) => run(&mut Vec::new()),
     })
 }

@@ -38,7 +38,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::{Field, Scan};
-use crate::detect::stream::vercel::{Light, Text};
+use crate::detect::stream::vercel::{Light, Text, QUIET};
 
 /// The keys of no table a part's root may hold: the input delta and the
 /// provider flag its probe reads, and those the SDK sends beside them
@@ -132,8 +132,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
     } = root;
     let kind = kind?;
     let light = match kind {
-        "start" | "text-start" | "text-delta" | "text-end" | "reasoning-start"
-        | "reasoning-delta" | "reasoning-end" => Light::Quiet,
+        kind if QUIET.contains(&kind) => Light::Quiet,
         "start-step" => Light::StartStep,
         "finish-step" => Light::FinishStep,
         "finish" => Light::Finish,

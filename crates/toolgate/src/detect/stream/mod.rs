@@ -493,12 +493,10 @@ impl Documents for InPlace<'_> {
         let (light, length) = crate::detect::fast::bedrock::read_first(text, max_depth)?;
         #[cfg(debug_assertions)]
         same_bedrock(&text[..length], &light, limits);
-        // What `Reader::event` does with the event framed.
-        reader.events += 1;
-        reader.error_event = false;
-        reader.decoders.bedrock.light(light, &mut reader.calls);
         let end = start + length;
-        reader.calls.frame(&chunk[from..end], self.out);
+        reader.framed(&chunk[from..end], true, self.out, |reader| {
+            reader.decoders.bedrock.light(light, &mut reader.calls);
+        });
         Some((end, ControlFlow::Continue(())))
     }
 }
@@ -506,24 +504,41 @@ impl Documents for InPlace<'_> {
 impl Reader {
     /// One framed event: read its data, then report the frame.
     fn event(&mut self, event: EventRef<'_>, out: &mut Vec<StreamEvent>) {
+        let counted = event.data.is_some() || event.unknown_field;
+        self.framed(event.raw, counted, out, |reader| {
+            if event.unknown_field {
+                // A line a client ignores, or reads some other way (a JSON
+                // body sent as an event stream): what it says was never
+                // checked.
+                reader.malformed(format!(
+                    "stream event {} has a line that is neither a comment nor a data, event, id or retry field",
+                    reader.events
+                ));
+            }
+            if let Some(data) = event.data {
+                reader.data(event.name, data);
+            }
+        });
+    }
+
+    /// One event of raw bytes `raw`, numbered when `counted`, read by
+    /// `read`; then its frame reported (and the stream's own error, when
+    /// it was one).
+    fn framed(
+        &mut self,
+        raw: &[u8],
+        counted: bool,
+        out: &mut Vec<StreamEvent>,
+        read: impl FnOnce(&mut Self),
+    ) {
         let mark = self.calls.mark();
         self.error_event = false;
-        if event.data.is_some() || event.unknown_field {
+        if counted {
             self.events += 1;
         }
-        if event.unknown_field {
-            // A line a client ignores, or reads some other way (a JSON body
-            // sent as an event stream): what it says was never checked.
-            self.malformed(format!(
-                "stream event {} has a line that is neither a comment nor a data, event, id or retry field",
-                self.events
-            ));
-        }
-        if let Some(data) = event.data {
-            self.data(event.name, data);
-        }
+        read(self);
         let upstream_error = self.error_event && self.calls.quiet_since(mark);
-        self.calls.frame(event.raw, out);
+        self.calls.frame(raw, out);
         if upstream_error {
             self.calls.upstream_error(out);
         }

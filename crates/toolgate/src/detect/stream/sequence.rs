@@ -15,7 +15,7 @@
 
 use std::ops::ControlFlow;
 
-use crate::detect::fast::special;
+use crate::detect::fast::string_end;
 use crate::detect::sse::{EventRef, TooLarge};
 
 /// What a splitter gives its documents to.
@@ -270,27 +270,6 @@ impl Splitter {
         self.in_string = false;
         self.escaped = false;
     }
-}
-
-/// Where the string whose text `bytes` start ends (its opening quote
-/// read; `escaped`: a backslash at the end of the last chunk escapes the
-/// first byte), eight bytes at a time: `Ok` with the length up to and
-/// including its closing quote, or `Err` when it goes on past `bytes`,
-/// with whether a backslash at their end escapes the next byte.
-#[inline]
-fn string_end(bytes: &[u8], escaped: bool) -> Result<usize, bool> {
-    let mut at = usize::from(escaped);
-    while let Some(found) = bytes.get(at..).and_then(special) {
-        at += found;
-        match bytes[at] {
-            b'"' => return Ok(at + 1),
-            b'\\' if at + 1 == bytes.len() => return Err(true),
-            b'\\' => at += 2,
-            // A control character: the parser's to judge.
-            _ => at += 1,
-        }
-    }
-    Err(false)
 }
 
 /// A document's raw bytes as an event, its text (from `start`) the data.

@@ -52,6 +52,18 @@ pub(crate) enum Light<'a> {
     },
 }
 
+/// The part types that say nothing about calls and that the short path
+/// takes: the start, text and reasoning parts.
+pub(crate) const QUIET: [&str; 7] = [
+    "start",
+    "text-start",
+    "text-delta",
+    "text-end",
+    "reasoning-start",
+    "reasoning-delta",
+    "reasoning-end",
+];
+
 /// A delta's text: decoded, or as its string literal is written (quotes
 /// and escapes), to be decoded where it is kept, with no copy of its own.
 #[derive(Debug)]
@@ -85,8 +97,7 @@ pub(crate) fn light<'a>(p: &Probe<'a>, kind: &str) -> Result<Option<Light<'a>>> 
     let id = opt_string(p.toolCallId)?.unwrap_or_default();
     let hosted = is_hosted(p);
     Ok(Some(match kind {
-        "start" | "text-start" | "text-delta" | "text-end" | "reasoning-start"
-        | "reasoning-delta" | "reasoning-end" => Light::Quiet,
+        kind if QUIET.contains(&kind) => Light::Quiet,
         "start-step" => Light::StartStep,
         "finish-step" => Light::FinishStep,
         "finish" => Light::Finish,
@@ -147,7 +158,7 @@ impl Decoder {
                 Self::available(call, p.input.or(p.args).map(RawValue::get), cx);
             }
             "tool-approval-request" => {
-                if let Some(&call) = self.find(id) {
+                if let Some(call) = self.find(id) {
                     cx.complete(call);
                 }
             }
@@ -188,14 +199,11 @@ impl Decoder {
             Light::Start { id, name, hosted } => {
                 self.open(&id, name.as_deref(), hosted, cx);
             }
-            Light::Delta { id, delta } => match self.find(&id) {
-                Some(&call) => {
-                    // A literal decodes: the short path checked its escapes.
-                    let decoded = delta.with(|text| cx.append(call, text));
-                    debug_assert!(decoded.is_some(), "{delta:?}");
-                }
-                None => cx.orphan(),
-            },
+            Light::Delta { id, delta } => {
+                // A literal decodes: the short path checked its escapes.
+                let decoded = delta.with(|text| self.append(&id, text, cx));
+                debug_assert!(decoded.is_some(), "{delta:?}");
+            }
             Light::Available {
                 id,
                 name,
@@ -209,22 +217,24 @@ impl Decoder {
     }
 
     /// The call `id`, if it has started.
-    fn find(&mut self, id: &str) -> Option<&usize> {
-        if self.last.as_ref().is_some_and(|(last, _)| last == id) {
-            return self.last.as_ref().map(|(_, call)| call);
+    fn find(&mut self, id: &str) -> Option<usize> {
+        if let Some((last, call)) = &self.last {
+            if last == id {
+                return Some(*call);
+            }
         }
         let call = *self.calls.get(id)?;
         let last = self.last.get_or_insert_with(|| (String::new(), call));
         last.0.clear();
         last.0.push_str(id);
         last.1 = call;
-        Some(&last.1)
+        Some(call)
     }
 
     /// A fragment of the input text of the call `id`.
     fn append(&mut self, id: &str, delta: &str, cx: &mut Calls) {
         match self.find(id) {
-            Some(&call) => cx.append(call, delta),
+            Some(call) => cx.append(call, delta),
             None => cx.orphan(),
         }
     }
@@ -264,7 +274,7 @@ impl Decoder {
         hosted: bool,
         cx: &mut Calls,
     ) -> Option<usize> {
-        if let Some(&call) = self.find(id) {
+        if let Some(call) = self.find(id) {
             if let Some(name) = name {
                 cx.set_name(call, name);
             }
@@ -283,7 +293,7 @@ impl Decoder {
 
     /// The call `id` has an outcome: its input is final.
     fn finished(&mut self, id: &str, cx: &mut Calls) {
-        if let Some(&call) = self.find(id) {
+        if let Some(call) = self.find(id) {
             cx.complete(call);
         }
     }
