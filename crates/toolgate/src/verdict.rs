@@ -57,7 +57,21 @@ impl Violation {
 /// arguments themselves): `~` and `/` in the key are escaped (RFC 6901).
 #[must_use]
 pub fn pointer(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
+    let mut out = String::with_capacity(parent.len() + 1 + key.len());
+    out.push_str(parent);
+    out.push('/');
+    let mut rest = key;
+    while let Some(at) = rest.find(['~', '/']) {
+        out.push_str(&rest[..at]);
+        out.push_str(if rest.as_bytes()[at] == b'~' {
+            "~0"
+        } else {
+            "~1"
+        });
+        rest = &rest[at + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `pass` or `fail`.

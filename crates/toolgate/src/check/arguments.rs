@@ -224,11 +224,12 @@ impl<'a> Checks<'a> {
                 missing.push(path);
             }
         }
+        let lead = SchemaLead(name);
         for (index, schema) in self.all_schemas().enumerate() {
             let failures = match passed.and_then(|passed| passed.get(index)) {
                 Some(true) => continue,
-                Some(false) => map.failures(schema, true),
-                None => map.failures(schema, false),
+                Some(false) => map.failures(schema, true, &lead),
+                None => map.failures(schema, false, &lead),
             };
             for failure in failures {
                 // `required_params` already reported this one.
@@ -238,16 +239,8 @@ impl<'a> Checks<'a> {
                     continue;
                 }
                 out.push(
-                    Violation::call(
-                        ViolationCode::SchemaViolation,
-                        call,
-                        name,
-                        format!(
-                            "arguments for tool '{name}' do not match its schema: {}",
-                            failure.message
-                        ),
-                    )
-                    .at(failure.path),
+                    Violation::call(ViolationCode::SchemaViolation, call, name, failure.message)
+                        .at(failure.path),
                 );
             }
         }
@@ -262,8 +255,14 @@ trait Object {
     fn len(&self) -> usize;
     fn keys(&self) -> impl Iterator<Item = &str>;
     fn contains_key(&self, key: &str) -> bool;
-    /// What fails of `schema`; `failed` when the object is known to fail.
-    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure>;
+    /// What fails of `schema`, each message after `lead`; `failed` when
+    /// the object is known to fail.
+    fn failures(
+        &mut self,
+        schema: &ArgumentSchema,
+        failed: bool,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure>;
 }
 
 impl Object for Map<String, Value> {
@@ -279,11 +278,16 @@ impl Object for Map<String, Value> {
         Map::contains_key(self, key)
     }
 
-    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure> {
+    fn failures(
+        &mut self,
+        schema: &ArgumentSchema,
+        failed: bool,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure> {
         if failed {
-            schema.failures_of_object(self)
+            schema.failures_of_object(self, lead)
         } else {
-            schema.check_object(self)
+            schema.check_object_after(self, lead)
         }
     }
 }
@@ -304,12 +308,31 @@ impl Object for OnTape<'_> {
         self.0.contains_key(key)
     }
 
-    fn failures(&mut self, schema: &ArgumentSchema, failed: bool) -> Vec<SchemaFailure> {
+    fn failures(
+        &mut self,
+        schema: &ArgumentSchema,
+        failed: bool,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure> {
         if failed || !schema.passes_tape(self.0) {
-            schema.failures_on_tape(self.0)
+            schema.failures_on_tape(self.0, lead)
         } else {
             Vec::new()
         }
+    }
+}
+
+/// What a schema violation's message says first, of a call of the tool
+/// named here.
+struct SchemaLead<'n>(&'n str);
+
+impl std::fmt::Display for SchemaLead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "arguments for tool '{}' do not match its schema: ",
+            self.0
+        )
     }
 }
 

@@ -7,15 +7,17 @@
 //! refuses duplicate keys and excess depth, and classifies every failure into
 //! a stable [`ArgumentErrorReason`].
 
+use std::borrow::Cow;
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::detect::limits::Limits;
-use crate::detect::tape::Tape;
+use crate::detect::tape::{Refused, Tape};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, ObjectArguments};
 use crate::verdict::ViolationCode;
 
@@ -65,10 +67,16 @@ fn read(text: &str, limits: &Limits) -> Result<Read, ArgumentError> {
             "arguments start with a byte order mark (U+FEFF)",
         ));
     }
-    if let Some(tape) = Tape::read(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
-        return Ok(Read::Tape(tape));
+    match Tape::read_or_refused(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
+        Ok(tape) => Ok(Read::Tape(tape)),
+        // The strict reader refuses it too: what it says is wanted, not
+        // the object it would build.
+        Err(Refused::Twin) => {
+            strict_check(text, limits)?;
+            strict_object(text, limits).map(Read::Map)
+        }
+        Err(Refused::Other) => strict_object(text, limits).map(Read::Map),
     }
-    strict_object(text, limits).map(Read::Map)
 }
 
 /// The error for arguments `text` past `max_argument_bytes`, said of them
@@ -92,6 +100,18 @@ pub(crate) fn too_large(what: &str, text: &str, limits: &Limits) -> Option<Argum
 /// two disagree.
 #[doc(hidden)]
 pub fn fast_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
+    // What the strict reader says of text it refuses, said building
+    // nothing, is what it says building the object.
+    if let Err(check) = strict_check(text, limits) {
+        match strict_object(text, limits) {
+            Err(strict) if strict == check => {}
+            other => {
+                return Err(format!(
+                    "the strict check refused: {check:?}; the strict reader: {other:?}"
+                ))
+            }
+        }
+    }
     let max = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
     let Some(fast) = Tape::read(text, max).map(|tape| tape.to_map()) else {
         return Ok(false);
@@ -164,6 +184,20 @@ fn strict_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, Argu
             format!("arguments are a JSON {}, not an object", json_type(&other)),
         )),
     }
+}
+
+/// The strict reader's refusal of `text`, if it refuses it: read as
+/// [`strict_object`] reads it, through the same steps, so the same error
+/// at the same place, with nothing built but each object's keys. For text
+/// the strict reader is expected to refuse.
+fn strict_check(text: &str, limits: &Limits) -> Result<(), ArgumentError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let seed = StrictCheck {
+        depth_left: limits.max_depth,
+    };
+    seed.deserialize(&mut de)
+        .and_then(|()| de.end())
+        .map_err(|err| classify(text, &err, limits))
 }
 
 /// Build an [`ArgumentError`] with the code its reason maps to.
@@ -241,7 +275,11 @@ fn classify(text: &str, err: &serde_json::Error, limits: &Limits) -> ArgumentErr
     let message = err.to_string();
     let position = format!("line {} column {}", err.line(), err.column());
     if let Some(rest) = message.strip_prefix(DUPLICATE_MARKER) {
-        let key = rest.split(" at line ").next().unwrap_or_default();
+        // The key and its end, then where the reader was.
+        let key = rest
+            .strip_suffix(position.as_str())
+            .and_then(|rest| rest.strip_suffix(" at "))
+            .unwrap_or(rest);
         if let Some(key) = key.strip_suffix(CASE_TWIN) {
             return error(
                 ArgumentErrorReason::DuplicateKey,
@@ -252,6 +290,7 @@ fn classify(text: &str, err: &serde_json::Error, limits: &Limits) -> ArgumentErr
                 ),
             );
         }
+        let key = key.strip_suffix(KEY_END).unwrap_or(key);
         return error(
             ArgumentErrorReason::DuplicateKey,
             format!(
@@ -335,8 +374,23 @@ fn has_surrogate_escape(text: &str) -> bool {
     })
 }
 
-/// Marks a duplicate found by [`case_twin`].
+/// Ends the key of a duplicate found by [`case_twin`]; [`KEY_END`] ends
+/// any other's. Each ends the message, so that no key's own text is read
+/// as the reader's place (`serde_json` reads a message that ends `at line
+/// N column M` so).
 const CASE_TWIN: &str = "\u{1}case";
+const KEY_END: &str = "\u{1}";
+
+/// The strict readers' error for an object's `key` given twice.
+fn twice<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("{DUPLICATE_MARKER}{key}{KEY_END}"))
+}
+
+/// The strict readers' error for an object's `key` that another of its
+/// keys is to a reader that ignores case ([`case_twin`]).
+fn twice_to_some<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("{DUPLICATE_MARKER}{key}{CASE_TWIN}"))
+}
 
 /// Whether a key reads the same to every reader: no ASCII capital, no NUL,
 /// nothing outside ASCII.
@@ -355,13 +409,16 @@ pub(crate) fn case_stable(key: &[u8]) -> bool {
 /// refuse what the text reader refuses.
 #[must_use]
 pub fn case_twin(map: &Map<String, Value>) -> Option<&str> {
-    if map.len() < 2 || map.keys().all(|key| case_stable(key.as_bytes())) {
+    case_twin_of(map.keys().map(String::as_str))
+}
+
+/// [`case_twin`] of an object's keys, in order.
+fn case_twin_of<'k>(keys: impl ExactSizeIterator<Item = &'k str> + Clone) -> Option<&'k str> {
+    if keys.len() < 2 || keys.clone().all(|key| case_stable(key.as_bytes())) {
         return None;
     }
-    let mut seen = std::collections::HashSet::with_capacity(map.len());
-    map.keys()
-        .find(|key| !seen.insert(fold_key(key)))
-        .map(String::as_str)
+    let mut seen = std::collections::HashSet::with_capacity(keys.len());
+    keys.into_iter().find(|key| !seen.insert(fold_key(key)))
 }
 
 /// A key as a reader that ignores case and NUL characters reads it.
@@ -476,14 +533,12 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
                 }
                 Entry::Occupied(slot) => {
                     let key = slot.key();
-                    return Err(A::Error::custom(format_args!("{DUPLICATE_MARKER}{key}")));
+                    return Err(twice(key));
                 }
             }
         }
         if let Some(key) = case_twin(&map) {
-            return Err(A::Error::custom(format_args!(
-                "{DUPLICATE_MARKER}{key}{CASE_TWIN}"
-            )));
+            return Err(twice_to_some(key));
         }
         Ok(Value::Object(map))
     }
@@ -491,9 +546,132 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
 
 impl StrictValue<'_> {
     fn enter<E: serde::de::Error>(&self) -> Result<usize, E> {
-        self.depth_left
-            .checked_sub(1)
-            .ok_or_else(|| E::custom(DEPTH_MARKER))
+        enter(self.depth_left)
+    }
+}
+
+/// The depth left inside a container entered with `depth_left`.
+fn enter<E: serde::de::Error>(depth_left: usize) -> Result<usize, E> {
+    depth_left
+        .checked_sub(1)
+        .ok_or_else(|| E::custom(DEPTH_MARKER))
+}
+
+/// [`StrictValue`]'s reading, building nothing but each object's keys:
+/// the same refusals in the same order (a value's own first, then its
+/// key's second occurrence, then a key another one is to a reader that
+/// ignores case), for text known to be refused.
+struct StrictCheck {
+    depth_left: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for StrictCheck {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictCheck {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        // As StrictValue: what `Number` cannot hold.
+        Number::from_f64(v)
+            .map(drop)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let depth_left = enter::<A::Error>(self.depth_left)?;
+        while seq.next_element_seed(StrictCheck { depth_left })?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<(), A::Error> {
+        let depth_left = enter::<A::Error>(self.depth_left)?;
+        // The keys in order; past a few, a table of them too.
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut table: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = access.next_key_seed(KeyText)? {
+            access.next_value_seed(StrictCheck { depth_left })?;
+            let seen = if keys.len() < 16 {
+                keys.contains(&key)
+            } else {
+                if table.is_empty() {
+                    table.extend(keys.iter().cloned());
+                }
+                !table.insert(key.clone())
+            };
+            if seen {
+                return Err(twice(&key));
+            }
+            keys.push(key);
+        }
+        if let Some(key) = case_twin_of(keys.iter().map(|key| &**key)) {
+            return Err(twice_to_some(key));
+        }
+        Ok(())
+    }
+}
+
+/// An object's key, borrowed from the text when it holds no escape.
+struct KeyText;
+
+impl<'de> DeserializeSeed<'de> for KeyText {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Cow<'de, str>, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyText {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
     }
 }
 
@@ -511,6 +689,10 @@ mod tests {
             r#" { "a" : [ 1 , { "b" : null } , true , false ] , "c" : { } , "d" : [ ] } "#,
             r#"{"a":1,"a":2}"#,
             r#"{"a":1,"\u0061":2}"#,
+            r#"{"a":{"b":1,"B":2},"c":[{"d":1,"d":[1e999]}],"a":3}"#,
+            r#"{"k":"x","K":1,"k":2}"#,
+            r#"{"s":1,"\u017f":2,"x":{"y":NaN,"y":1}}"#,
+            r#"{"a":[[{"b":1,"b":2}]],"a":1} "#,
             r#"{"a":[[[[[[1]]]]]]}"#,
             r#"{"a":01}"#,
             r#"{"a":1.}"#,
@@ -542,6 +724,54 @@ mod tests {
             }
         }
         assert!(taken >= 6, "the fast path took {taken}");
+    }
+
+    #[test]
+    fn a_key_given_twice_is_said_as_the_strict_reader_says_it() {
+        use std::fmt::Write as _;
+        // Past the few keys compared one by one: a table of them.
+        let many = (0..40).fold(String::new(), |mut many, n| {
+            let _ = write!(many, "\"k{n}\": {n}, ");
+            many
+        });
+        let texts = [
+            format!("{{{many}\"k7\": 1}}"),
+            format!("{{{many}\"K39\": 1}}"),
+            format!("{{{many}\"x\": {{\"y\": 1, \"y\": 2}}, \"k0\": 1}}"),
+            format!("{{\"a\": {{{many}\"k3\": 0}}}}"),
+            "{\"a\":1,\n  \"a\" : 2 ,\"b\":3}".to_owned(),
+            "{\"a\":{\"b\":1,\"b\":2}, \"a\":1}".to_owned(),
+            "{\"\\u0041\":1,\"a\":2}".to_owned(),
+        ];
+        for text in &texts {
+            let Arguments::Invalid(err) = parse_arguments(text, &Limits::default()) else {
+                panic!("{text} parsed");
+            };
+            assert_eq!(err.reason, ArgumentErrorReason::DuplicateKey, "{text}");
+            assert_eq!(Err(err), strict_object(text, &Limits::default()), "{text}");
+            assert_eq!(
+                fast_path_agrees(text, &Limits::default()),
+                Ok(false),
+                "{text}"
+            );
+        }
+        // The key is named whole, whatever it says.
+        let text = r#"{"k at line 1 column 2": 1, "k at line 1 column 2": 2}"#;
+        let Arguments::Invalid(err) = parse_arguments(text, &Limits::default()) else {
+            panic!("{text} parsed");
+        };
+        assert_eq!(
+            err.message,
+            "argument key 'k at line 1 column 2' appears more than once (line 1 column 54)"
+        );
+        let text = "{\"k\\u0001\":1,\"k\\u0001\":2,\"K\\u0001case\":3,\"k\\u0001case\":4}";
+        let Arguments::Invalid(err) = parse_arguments(text, &Limits::default()) else {
+            panic!("{text} parsed");
+        };
+        assert_eq!(
+            err.message,
+            "argument key 'k\u{1}' appears more than once (line 1 column 24)"
+        );
     }
 
     fn reason(text: &str) -> ArgumentErrorReason {

@@ -130,14 +130,35 @@ impl Scratch {
     }
 }
 
+/// Why [`Tape::read_or_refused`] gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// An object holds a key twice, or two keys a reader that ignores case
+    /// reads as one: the strict reader refuses the text too.
+    Twin,
+    /// Anything else: the strict reader says what the text is.
+    Other,
+}
+
 impl Tape {
     /// Read arguments `text` (an object); `None` when the strict reader
     /// must.
     pub(crate) fn read(text: &str, max_depth: usize) -> Option<Tape> {
-        let mut read = Read::new(text, max_depth)?;
+        Tape::read_or_refused(text, max_depth).ok()
+    }
+
+    /// [`read`](Self::read), saying why it gave up: [`Refused::Twin`] when
+    /// an object holds a key twice (to a reader that ignores case too),
+    /// which the strict reader refuses as well.
+    pub(crate) fn read_or_refused(text: &str, max_depth: usize) -> Result<Tape, Refused> {
+        let Some(mut read) = Read::new(text, max_depth) else {
+            return Err(Refused::Other);
+        };
         read.space();
         let ok = read.peek() == Some(b'{') && read.value::<false>().is_some() && read.at_end();
+        let twin = read.twin;
         read.finish(ok)
+            .ok_or(if twin { Refused::Twin } else { Refused::Other })
     }
 
     /// Arguments given as a JSON object inside a document (an Anthropic
@@ -469,6 +490,8 @@ impl Iterator for Elements<'_> {
 struct Read<'a> {
     cursor: Cursor<'a>,
     depth_left: usize,
+    /// Set when an object was found to hold a key twice.
+    twin: bool,
     /// The slots read; the strings read, decoded, in the first `written`
     /// bytes of the text (UTF-8), a buffer past them; the keys of the
     /// objects still open.
@@ -534,6 +557,7 @@ impl Read<'_> {
             cursor: Cursor::new(text),
             // The strict reader's bound, with a level to spare.
             depth_left: max_depth.checked_sub(2)?,
+            twin: false,
             buffers: SCRATCH.with_borrow_mut(std::mem::take),
             written: 0,
         })
@@ -569,7 +593,10 @@ impl Read<'_> {
         let end = u32::try_from(self.buffers.slots.len()).ok()?;
         let len = u32::try_from(self.buffers.keys.len() - base).ok()?;
         self.buffers.slots[at] = Slot::Object(len, end);
-        self.unique_keys(base)?;
+        if self.unique_keys(base).is_none() {
+            self.twin = true;
+            return None;
+        }
         self.buffers.keys.truncate(base);
         Some(())
     }

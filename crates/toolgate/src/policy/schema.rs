@@ -2,6 +2,7 @@
 //! draft, chosen by `$schema`, 2020-12 when absent), and the words a
 //! violation uses: they name the argument and the rule, never the value.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
@@ -123,12 +124,17 @@ impl ArgumentSchema {
         self.on_tape.is_valid(arguments.root())
     }
 
-    /// [`failures`](Self::failures) of arguments on a tape.
-    pub(crate) fn failures_on_tape(&self, arguments: &Tape) -> Vec<SchemaFailure> {
+    /// [`failures`](Self::failures) of arguments on a tape, each message
+    /// after `lead`.
+    pub(crate) fn failures_on_tape(
+        &self,
+        arguments: &Tape,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure> {
         self.on_tape
             .iter_errors(arguments.root())
             .take(MAX_FAILURES)
-            .map(|err| failure(&err))
+            .map(|err| failure(&err, lead))
             .collect()
     }
 
@@ -142,15 +148,24 @@ impl ArgumentSchema {
     /// Every failure (up to a bound), each with a JSON Pointer.
     #[must_use]
     pub fn failures(&self, arguments: &Value) -> Vec<SchemaFailure> {
+        self.failures_after(arguments, &"")
+    }
+
+    /// [`failures`](Self::failures), each message after `lead`.
+    fn failures_after(
+        &self,
+        arguments: &Value,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure> {
         match self.validator() {
             Ok(validator) => validator
                 .iter_errors(arguments)
                 .take(MAX_FAILURES)
-                .map(|err| failure(&err))
+                .map(|err| failure(&err, lead))
                 .collect(),
             Err(why) => vec![SchemaFailure {
                 path: String::new(),
-                message: format!("the arguments cannot be checked: the schema is {why}"),
+                message: format!("{lead}the arguments cannot be checked: the schema is {why}"),
             }],
         }
     }
@@ -158,22 +173,33 @@ impl ArgumentSchema {
     /// Validate an arguments object in place: it is lent to the validator as
     /// a JSON value and handed back unchanged.
     pub fn check_object(&self, arguments: &mut Map<String, Value>) -> Vec<SchemaFailure> {
+        self.check_object_after(arguments, &"")
+    }
+
+    /// [`check_object`](Self::check_object), each message after `lead`.
+    pub(crate) fn check_object_after(
+        &self,
+        arguments: &mut Map<String, Value>,
+        lead: &dyn std::fmt::Display,
+    ) -> Vec<SchemaFailure> {
         lent(arguments, |value| {
             if self.passes(value) {
                 Vec::new()
             } else {
-                self.failures(value)
+                self.failures_after(value, lead)
             }
         })
     }
 
     /// [`failures`](Self::failures) of an arguments object known to fail
-    /// (on its tape), lent as [`check_object`](Self::check_object) lends it.
+    /// (on its tape), lent as [`check_object`](Self::check_object) lends
+    /// it, each message after `lead`.
     pub(crate) fn failures_of_object(
         &self,
         arguments: &mut Map<String, Value>,
+        lead: &dyn std::fmt::Display,
     ) -> Vec<SchemaFailure> {
-        lent(arguments, |value| self.failures(value))
+        lent(arguments, |value| self.failures_after(value, lead))
     }
 }
 
@@ -197,169 +223,217 @@ fn describe_schema_error(err: &ValidationError<'_>) -> String {
     text
 }
 
-/// The argument a failure is about: the last segment of the pointer, or
-/// `arguments` for the whole object.
-fn subject(path: &str) -> String {
-    match path.rsplit('/').next() {
-        Some(last) if !path.is_empty() && !last.contains('~') => format!("'{last}'"),
-        Some(last) if !path.is_empty() => {
-            let last = last.replace("~1", "/").replace("~0", "~");
-            format!("'{last}'")
+/// The argument a failure at `path` is about, as its message names it:
+/// the last segment of the pointer, quoted, or `the arguments` for the
+/// whole object.
+#[derive(Clone, Copy)]
+struct Subject<'p>(&'p str);
+
+impl std::fmt::Display for Subject<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = self.0;
+        match path.rsplit('/').next() {
+            Some(last) if !path.is_empty() && !last.contains('~') => write!(f, "'{last}'"),
+            Some(last) if !path.is_empty() => {
+                write!(f, "'{}'", last.replace("~1", "/").replace("~0", "~"))
+            }
+            _ => f.write_str("the arguments"),
         }
-        _ => "the arguments".to_owned(),
     }
 }
 
-fn failure(err: &ValidationError<'_>) -> SchemaFailure {
-    let path = err.instance_path().as_str().to_owned();
+/// A failure said after `lead` (the words that put it in context): its
+/// message written once, into one string.
+fn failure(err: &ValidationError<'_>, lead: &dyn std::fmt::Display) -> SchemaFailure {
+    let path = err.instance_path().as_str();
+    let mut message = String::with_capacity(128);
+    let _ = write!(message, "{lead}");
     if let ValidationErrorKind::Required { property } = err.kind() {
         // The missing property is the subject: point at it.
         let name = property
             .as_str()
-            .map_or_else(|| property.to_string(), str::to_owned);
+            .map_or_else(|| Cow::Owned(property.to_string()), Cow::Borrowed);
+        let _ = write!(message, "'{name}' is a required property");
         return SchemaFailure {
-            path: pointer(&path, &name),
-            message: format!("'{name}' is a required property"),
+            path: pointer(path, &name),
+            message,
         };
     }
-    let message = rule(err.kind(), &subject(&path));
+    let _ = rule(err.kind(), Subject(path), &mut message);
     // One property too many: point at it, not at the object holding it.
     if let ValidationErrorKind::AdditionalProperties { unexpected }
     | ValidationErrorKind::UnevaluatedProperties { unexpected } = err.kind()
     {
         if let [one] = unexpected.as_slice() {
             return SchemaFailure {
-                path: pointer(&path, one),
+                path: pointer(path, one),
                 message,
             };
         }
     }
-    SchemaFailure { path, message }
+    SchemaFailure {
+        path: path.to_owned(),
+        message,
+    }
 }
 
-/// What rule `kind` is, said of `subject`.
+/// What rule `kind` is, said of `subject`, written to `out`.
 #[allow(clippy::too_many_lines)] // one arm per keyword, and no `_` arm
-fn rule(kind: &ValidationErrorKind, subject: &str) -> String {
+fn rule(kind: &ValidationErrorKind, subject: Subject<'_>, out: &mut String) -> std::fmt::Result {
     match kind {
-        ValidationErrorKind::Required { .. } => format!("{subject} lacks a required property"),
+        ValidationErrorKind::Required { .. } => write!(out, "{subject} lacks a required property"),
         ValidationErrorKind::Type { kind: types } => {
-            format!("{subject} is not of type {}", type_names(types))
+            write!(out, "{subject} is not of type ")?;
+            type_names(types, out)
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
         | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|name| format!("'{name}'")).collect();
-            let noun = if names.len() == 1 {
+            let noun = if unexpected.len() == 1 {
                 "property"
             } else {
                 "properties"
             };
-            format!(
-                "additional {noun} {} not allowed in {subject}",
-                names.join(", ")
-            )
+            write!(out, "additional {noun} ")?;
+            for (at, name) in unexpected.iter().enumerate() {
+                let comma = if at == 0 { "" } else { ", " };
+                write!(out, "{comma}'{name}'")?;
+            }
+            write!(out, " not allowed in {subject}")
         }
         ValidationErrorKind::Enum { options } => {
-            format!("{subject} is not one of {}", allowed_values(options))
+            write!(out, "{subject} is not one of ")?;
+            allowed_values(options, out)
         }
         ValidationErrorKind::Constant { .. } => {
-            format!("{subject} is not the value the schema requires")
+            write!(out, "{subject} is not the value the schema requires")
         }
-        ValidationErrorKind::Format { format } => format!("{subject} is not a valid '{format}'"),
+        ValidationErrorKind::Format { format } => {
+            write!(out, "{subject} is not a valid '{format}'")
+        }
         ValidationErrorKind::Pattern { pattern } => {
-            format!("{subject} does not match the pattern '{pattern}'")
+            write!(out, "{subject} does not match the pattern '{pattern}'")
         }
         ValidationErrorKind::MinLength { limit } => {
-            format!("{subject} is shorter than {limit} characters")
+            write!(out, "{subject} is shorter than {limit} characters")
         }
         ValidationErrorKind::MaxLength { limit } => {
-            format!("{subject} is longer than {limit} characters")
+            write!(out, "{subject} is longer than {limit} characters")
         }
         ValidationErrorKind::Minimum { limit } => {
-            format!("{subject} is less than the minimum of {limit}")
+            write!(out, "{subject} is less than the minimum of {limit}")
         }
         ValidationErrorKind::Maximum { limit } => {
-            format!("{subject} is more than the maximum of {limit}")
+            write!(out, "{subject} is more than the maximum of {limit}")
         }
-        ValidationErrorKind::ExclusiveMinimum { limit } => {
-            format!("{subject} is less than or equal to the exclusive minimum of {limit}")
-        }
-        ValidationErrorKind::ExclusiveMaximum { limit } => {
-            format!("{subject} is more than or equal to the exclusive maximum of {limit}")
-        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => write!(
+            out,
+            "{subject} is less than or equal to the exclusive minimum of {limit}"
+        ),
+        ValidationErrorKind::ExclusiveMaximum { limit } => write!(
+            out,
+            "{subject} is more than or equal to the exclusive maximum of {limit}"
+        ),
         ValidationErrorKind::MultipleOf { multiple_of } => {
-            format!("{subject} is not a multiple of {multiple_of}")
+            write!(out, "{subject} is not a multiple of {multiple_of}")
         }
         ValidationErrorKind::MinItems { limit } => {
-            format!("{subject} has fewer than {limit} items")
+            write!(out, "{subject} has fewer than {limit} items")
         }
-        ValidationErrorKind::MaxItems { limit } => format!("{subject} has more than {limit} items"),
-        ValidationErrorKind::UniqueItems => format!("{subject} has non-unique items"),
-        ValidationErrorKind::Contains => format!("{subject} contains no item the schema requires"),
-        ValidationErrorKind::AdditionalItems { limit } => {
-            format!("{subject} has more than the {limit} items the schema allows")
+        ValidationErrorKind::MaxItems { limit } => {
+            write!(out, "{subject} has more than {limit} items")
         }
+        ValidationErrorKind::UniqueItems => write!(out, "{subject} has non-unique items"),
+        ValidationErrorKind::Contains => {
+            write!(out, "{subject} contains no item the schema requires")
+        }
+        ValidationErrorKind::AdditionalItems { limit } => write!(
+            out,
+            "{subject} has more than the {limit} items the schema allows"
+        ),
         ValidationErrorKind::UnevaluatedItems { .. } => {
-            format!("{subject} has items the schema does not allow")
+            write!(out, "{subject} has items the schema does not allow")
         }
         ValidationErrorKind::MinProperties { limit } => {
-            format!("{subject} has fewer than {limit} properties")
+            write!(out, "{subject} has fewer than {limit} properties")
         }
         ValidationErrorKind::MaxProperties { limit } => {
-            format!("{subject} has more than {limit} properties")
+            write!(out, "{subject} has more than {limit} properties")
         }
         ValidationErrorKind::PropertyNames { .. } => {
-            format!("{subject} has a property name the schema does not allow")
+            write!(
+                out,
+                "{subject} has a property name the schema does not allow"
+            )
         }
         ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
-            format!("{subject} is not valid under any of the given schemas")
+            write!(out, "{subject} is not valid under any of the given schemas")
         }
         ValidationErrorKind::OneOfMultipleValid { .. } => {
-            format!("{subject} is valid under more than one of the given schemas")
+            write!(
+                out,
+                "{subject} is valid under more than one of the given schemas"
+            )
         }
-        ValidationErrorKind::Not { .. } => format!("{subject} matches a schema it must not match"),
-        ValidationErrorKind::FalseSchema => format!("{subject} is not allowed by the schema"),
+        ValidationErrorKind::Not { .. } => {
+            write!(out, "{subject} matches a schema it must not match")
+        }
+        ValidationErrorKind::FalseSchema => write!(out, "{subject} is not allowed by the schema"),
         ValidationErrorKind::ContentEncoding { content_encoding } => {
-            format!("{subject} is not encoded as '{content_encoding}'")
+            write!(out, "{subject} is not encoded as '{content_encoding}'")
         }
         ValidationErrorKind::ContentMediaType { content_media_type } => {
-            format!("{subject} is not of media type '{content_media_type}'")
+            write!(out, "{subject} is not of media type '{content_media_type}'")
         }
-        ValidationErrorKind::FromUtf8 { .. } => format!("{subject} does not decode to UTF-8 text"),
+        ValidationErrorKind::FromUtf8 { .. } => {
+            write!(out, "{subject} does not decode to UTF-8 text")
+        }
         ValidationErrorKind::Custom { keyword, .. } => {
-            format!("{subject} fails the '{keyword}' rule")
+            write!(out, "{subject} fails the '{keyword}' rule")
         }
         ValidationErrorKind::BacktrackLimitExceeded { .. }
-        | ValidationErrorKind::RegexEngineFailure { .. } => {
-            format!("{subject} could not be matched against the schema's pattern within its limits")
-        }
-        ValidationErrorKind::Referencing(_) => {
-            format!("{subject} could not be checked: the schema has an unresolved reference")
-        }
+        | ValidationErrorKind::RegexEngineFailure { .. } => write!(
+            out,
+            "{subject} could not be matched against the schema's pattern within its limits"
+        ),
+        ValidationErrorKind::Referencing(_) => write!(
+            out,
+            "{subject} could not be checked: the schema has an unresolved reference"
+        ),
     }
 }
 
-fn type_names(kind: &TypeKind) -> String {
+/// The types a `type` allows, quoted, joined by `or`.
+fn type_names(kind: &TypeKind, out: &mut String) -> std::fmt::Result {
     match kind {
-        TypeKind::Single(single) => format!("'{single}'"),
+        TypeKind::Single(single) => write!(out, "'{single}'"),
         TypeKind::Multiple(set) => {
-            let names: Vec<String> = set.iter().map(|t| format!("'{t}'")).collect();
-            names.join(" or ")
+            for (at, name) in set.iter().enumerate() {
+                let or = if at == 0 { "" } else { " or " };
+                write!(out, "{or}'{name}'")?;
+            }
+            Ok(())
         }
     }
 }
 
 /// The values an `enum` allows: these are the schema's, not the caller's,
 /// and naming them lets a model correct its call. Long lists are cut.
-fn allowed_values(options: &Value) -> String {
+fn allowed_values(options: &Value, out: &mut String) -> std::fmt::Result {
     const SHOWN: usize = 12;
     let Some(list) = options.as_array() else {
-        return "the allowed values".to_owned();
+        out.push_str("the allowed values");
+        return Ok(());
     };
-    let mut shown: Vec<String> = list.iter().take(SHOWN).map(Value::to_string).collect();
-    if list.len() > SHOWN {
-        shown.push(format!("... ({} more)", list.len() - SHOWN));
+    out.push('[');
+    for (at, option) in list.iter().take(SHOWN).enumerate() {
+        let comma = if at == 0 { "" } else { ", " };
+        write!(out, "{comma}{option}")?;
     }
-    format!("[{}]", shown.join(", "))
+    if list.len() > SHOWN {
+        write!(out, ", ... ({} more)", list.len() - SHOWN)?;
+    }
+    out.push(']');
+    Ok(())
 }
 
 #[cfg(test)]
@@ -413,7 +487,7 @@ mod tests {
             let value: Value = serde_json::from_str(args).unwrap();
             let expected = schema.failures(&value);
             assert!(!expected.is_empty(), "{args}");
-            assert_eq!(schema.failures_on_tape(&tape), expected, "{args}");
+            assert_eq!(schema.failures_on_tape(&tape, &""), expected, "{args}");
         }
     }
 
