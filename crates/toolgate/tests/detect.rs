@@ -275,6 +275,62 @@ fn duplicate_keys_in_inline_objects_are_caught() {
     assert!(!err.message.contains("mallory"));
 }
 
+/// A key given twice, or twice to a reader that ignores case, is said
+/// alike wherever the arguments sit: as a string or an object, read by the
+/// short path of each format or by the general one, exactly as the text
+/// alone is.
+#[test]
+fn a_key_given_twice_is_said_alike_in_every_format() {
+    let texts = [
+        r#"{"to":"alice","to":"mallory"}"#,
+        r#"{"a": {"b": 1, "B": 2}, "c": 3}"#,
+        r#"{"a": [1, {"x": [true], "x": null}], "a": 2}"#,
+        r#"{"\u0061": 1, "a": 2, "b": "x\ny"}"#,
+        r#"{"s": 1, "\u017f": 2}"#,
+        r#"{"n": 1e999, "n": 2}"#,
+        "{\n  \"k\": \"v\",\n  \"k\": \"w\"\n}",
+    ];
+    for text in texts {
+        let quoted = serde_json::to_string(text).unwrap();
+        let payloads = [
+            format!(
+                r#"{{"choices":[{{"message":{{"role":"assistant","tool_calls":[{{"id":"1","type":"function","function":{{"name":"f","arguments":{quoted}}}}}]}}}}]}}"#
+            ),
+            format!(r#"{{"function":{{"name":"f","arguments":{quoted}}}}}"#),
+            format!(
+                r#"{{"messages":[{{"role":"user","content":"hi"}},{{"role":"assistant","tool_calls":[{{"id":"1","function":{{"name":"f","arguments":{quoted}}}}}]}}]}}"#
+            ),
+            format!(
+                r#"{{"type":"message","role":"assistant","content":[{{"type":"tool_use","id":"t","name":"f","input":{text}}}]}}"#
+            ),
+            format!(
+                r#"{{"candidates":[{{"content":{{"role":"model","parts":[{{"functionCall":{{"name":"f","args":{text}}}}}]}}}}]}}"#
+            ),
+            format!(
+                r#"{{"output":{{"message":{{"role":"assistant","content":[{{"toolUse":{{"toolUseId":"t","name":"f","input":{text}}}}}]}}}}}}"#
+            ),
+            format!(
+                r#"[{{"type":"function_call","call_id":"c","name":"f","arguments":{quoted}}}]"#
+            ),
+            format!(r#"{{"name":"f","input":{text},"extra":{{"k":[1,2]}}}}"#),
+        ];
+        let Arguments::Invalid(expected) =
+            toolgate::detect::parse_arguments(text, &Limits::default())
+        else {
+            panic!("{text} parsed");
+        };
+        for payload in &payloads {
+            let found = detect(payload.as_bytes());
+            assert_eq!(found.calls.len(), 1, "{payload}: {found:?}");
+            assert_eq!(
+                found.calls[0].arguments.error(),
+                Some(&expected),
+                "{payload}"
+            );
+        }
+    }
+}
+
 #[test]
 fn duplicate_envelope_keys_are_malformed() {
     let body = br#"{"choices":[],"choices":[{"message":{"role":"assistant","tool_calls":[

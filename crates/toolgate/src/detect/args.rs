@@ -32,7 +32,17 @@ const DEPTH_MARKER: &str = "\u{1}too deep";
 /// `limits.max_argument_bytes`.
 #[must_use]
 pub fn parse_arguments(text: &str, limits: &Limits) -> Arguments {
-    match read(text, limits) {
+    arguments(read(text, limits, None))
+}
+
+/// [`parse_arguments`] of text in which the tape's reader found a key
+/// given twice ([`Refused::Twin`]): it is not read onto a tape again.
+pub(crate) fn parse_twin(text: &str, limits: &Limits) -> Arguments {
+    arguments(read(text, limits, Some(Refused::Twin)))
+}
+
+fn arguments(read: Result<Read, ArgumentError>) -> Arguments {
+    match read {
         Ok(Read::Tape(tape)) => Arguments::Object(ObjectArguments::from_tape(tape)),
         Ok(Read::Map(map)) => Arguments::Object(map.into()),
         Err(err) => Arguments::Invalid(err),
@@ -41,7 +51,7 @@ pub fn parse_arguments(text: &str, limits: &Limits) -> Arguments {
 
 /// [`parse_arguments`] as a `Result`.
 pub fn parse_object(text: &str, limits: &Limits) -> Result<Map<String, Value>, ArgumentError> {
-    match read(text, limits)? {
+    match read(text, limits, None)? {
         Read::Tape(tape) => Ok(tape.to_map()),
         Read::Map(map) => Ok(map),
     }
@@ -54,7 +64,9 @@ enum Read {
     Map(Map<String, Value>),
 }
 
-fn read(text: &str, limits: &Limits) -> Result<Read, ArgumentError> {
+/// `text` read: onto a tape unless the tape's reader already `refused` it,
+/// else by the strict reader.
+fn read(text: &str, limits: &Limits, refused: Option<Refused>) -> Result<Read, ArgumentError> {
     if text.is_empty() {
         return Ok(Read::Map(Map::new()));
     }
@@ -67,7 +79,11 @@ fn read(text: &str, limits: &Limits) -> Result<Read, ArgumentError> {
             "arguments start with a byte order mark (U+FEFF)",
         ));
     }
-    match Tape::read_or_refused(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)) {
+    let read = match refused {
+        Some(refused) => Err(refused),
+        None => Tape::read_or_refused(text, limits.max_depth.min(super::limits::HARD_MAX_DEPTH)),
+    };
+    match read {
         Ok(tape) => Ok(Read::Tape(tape)),
         // The strict reader refuses it too: what it says is wanted, not
         // the object it would build.
@@ -142,7 +158,7 @@ pub fn fast_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
 #[doc(hidden)]
 pub fn quoted_path_agrees(text: &str, limits: &Limits) -> Result<bool, String> {
     let max = limits.max_depth.min(super::limits::HARD_MAX_DEPTH);
-    let Some((tape, used)) = Tape::read_quoted(text, max) else {
+    let Ok((tape, used)) = Tape::read_quoted(text, max) else {
         return Ok(false);
     };
     let literal = text

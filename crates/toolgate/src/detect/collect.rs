@@ -33,6 +33,23 @@ pub(crate) enum ArgSource<'a> {
     /// Arguments already known to be bad (an incomplete or contradictory
     /// stream), with the raw text received so far.
     Invalid(ArgumentError, String),
+    /// JSON text in which the tape's reader found a key given twice: the
+    /// strict reader says what is wrong, the tape's is not tried again.
+    Twin(Cow<'a, str>),
+}
+
+impl<'a> ArgSource<'a> {
+    /// Arguments `raw` (an object, or a string holding one's JSON text,
+    /// `text` when its escapes were decoded) in which the tape's reader
+    /// found a key given twice.
+    pub(crate) fn twin(raw: Raw<'a>, text: Option<Box<str>>) -> ArgSource<'a> {
+        match text {
+            Some(text) => ArgSource::Twin(Cow::Owned(text.into())),
+            None if raw.get().starts_with('"') => crate::detect::node::unquote(raw.get())
+                .map_or(ArgSource::Inline(raw), ArgSource::Twin),
+            None => ArgSource::Twin(Cow::Borrowed(raw.get())),
+        }
+    }
 }
 
 /// Accumulates what a reader finds, in order.
@@ -456,6 +473,10 @@ impl<'l> Collector<'l> {
                 (parse_arguments(&text, self.limits), text.into_owned())
             }
             ArgSource::Invalid(err, raw) => (Arguments::Invalid(err), raw),
+            ArgSource::Twin(text) => (
+                crate::detect::args::parse_twin(&text, self.limits),
+                text.into_owned(),
+            ),
             // A string's text is no longer than the string less its
             // quotes: within the bound when that is. A tape read where the
             // payload's nesting bound was not known (a container parsed on

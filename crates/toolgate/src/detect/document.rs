@@ -931,6 +931,7 @@ fn inline<'a>(o: &Obj<'a>, key: &str, raw: Raw<'a>) -> ArgSource<'a> {
     match o.arguments_read.take(key) {
         Some(ReadArguments::Tape(_, tape)) => ArgSource::Tape(tape, raw),
         Some(ReadArguments::Text(text)) => ArgSource::Text(Cow::Owned(text.into())),
+        Some(ReadArguments::Twin(_, text)) => ArgSource::twin(raw, text),
         None => ArgSource::Inline(raw),
     }
 }

@@ -27,7 +27,7 @@ use crate::detect::node::{
     add_rare, decoded, spelled, variant_of, Flag, Held, IsList, Node, Obj, ObjBox, Raw, ReadAhead,
     ReadArguments, ReadInPassing, Seen, SIMPLE,
 };
-use crate::detect::tape::Tape;
+use crate::detect::tape::{Refused, Tape};
 
 /// Read `text`, one whole JSON document and nothing after it, whose
 /// nesting (every array and object, read or skipped) stays within
@@ -479,20 +479,34 @@ impl<'a> Scan<'a> {
             ),
             _ => return Some((self.value(TAKES[field as usize])?, InPassing::AsTaken)),
         };
-        if let Some((tape, used)) = tape {
-            self.at += used;
-            let read = ReadArguments::tape(KEYS[field as usize], tape);
-            let raw = Raw::checked(&self.text[start..self.at]);
-            return Some((Value::Raw(raw), InPassing::Read(read)));
-        }
+        let key = KEYS[field as usize];
+        let refused = match tape {
+            Ok((tape, used)) => {
+                self.at += used;
+                let read = ReadArguments::tape(key, tape);
+                let raw = Raw::checked(&self.text[start..self.at]);
+                return Some((Value::Raw(raw), InPassing::Read(read)));
+            }
+            Err(refused) => refused,
+        };
+        // A key given twice: the strict reader says so, and the tape's
+        // reader is not tried again.
+        let twin = refused == Refused::Twin;
         if self.peek()? != b'"' {
-            return Some((self.value(TAKES[field as usize])?, InPassing::AsTaken));
+            let value = self.value(TAKES[field as usize])?;
+            let read = match value {
+                Value::Raw(_) if twin => InPassing::Read(ReadArguments::twin(key, None)),
+                _ => InPassing::AsTaken,
+            };
+            return Some((value, read));
         }
         let (raw, text) = self.decoded_string()?;
-        Some((
-            Value::Raw(raw),
-            InPassing::Read(text.map(ReadArguments::Text)),
-        ))
+        let read = if twin {
+            ReadArguments::twin(key, text)
+        } else {
+            text.map(ReadArguments::Text)
+        };
+        Some((Value::Raw(raw), InPassing::Read(read)))
     }
 
     /// The value of `field`, a container kept raw (it may be arguments or

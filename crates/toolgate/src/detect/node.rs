@@ -70,22 +70,39 @@ pub(crate) enum ReadArguments {
     /// An `arguments` string's text, escapes decoded (the tape's reader
     /// gave up).
     Text(Box<str>),
+    /// The arguments of a key (its row), which the tape's reader refused
+    /// for a key given twice (the strict reader refuses them too): the
+    /// text of a string, when its escapes were decoded.
+    Twin(u8, Option<Box<str>>),
 }
 
 impl ReadArguments {
     /// The arguments of `key` read onto `tape`.
     pub(crate) fn tape(key: &str, tape: Tape) -> Option<ReadArguments> {
+        Some(ReadArguments::Tape(Self::row(key)?, tape))
+    }
+
+    /// The arguments of `key`, refused by the tape's reader for a key
+    /// given twice; `text`, a string's when decoded.
+    pub(crate) fn twin(key: &str, text: Option<Box<str>>) -> Option<ReadArguments> {
+        Some(ReadArguments::Twin(Self::row(key)?, text))
+    }
+
+    /// The row of argument key `key`.
+    fn row(key: &str) -> Option<u8> {
         let row = crate::detect::positions::ARGUMENT_KEYS
             .iter()
             .position(|known| *known == key)?;
-        Some(ReadArguments::Tape(u8::try_from(row).ok()?, tape))
+        u8::try_from(row).ok()
     }
 
     fn key(&self) -> Option<&'static str> {
         match self {
-            ReadArguments::Tape(row, _) => crate::detect::positions::ARGUMENT_KEYS
-                .get(usize::from(*row))
-                .copied(),
+            ReadArguments::Tape(row, _) | ReadArguments::Twin(row, _) => {
+                crate::detect::positions::ARGUMENT_KEYS
+                    .get(usize::from(*row))
+                    .copied()
+            }
             ReadArguments::Text(_) => Some("arguments"),
         }
     }

@@ -156,24 +156,26 @@ impl Tape {
         };
         read.space();
         let ok = read.peek() == Some(b'{') && read.value::<false>().is_some() && read.at_end();
-        let twin = read.twin;
-        read.finish(ok)
-            .ok_or(if twin { Refused::Twin } else { Refused::Other })
+        read.finish_or_refused(ok)
     }
 
     /// Arguments given as a JSON object inside a document (an Anthropic
     /// `input`), read onto a tape as the document is read: `text` starts
     /// at its opening brace, and `room` is how many levels of nesting the
-    /// document has left. The tape and the bytes the object takes; `None`
-    /// when [`read`](Self::read) gives up on the object's text or the
+    /// document has left. The tape and the bytes the object takes; why
+    /// not when [`read`](Self::read) gives up on the object's text or the
     /// document's nesting bound would be passed.
     #[inline(never)] // (a stage of its own in bench/callgrind_split.py)
-    pub(crate) fn read_object(text: &str, max_depth: usize, room: usize) -> Option<(Tape, usize)> {
-        let mut read = Read::new(text, max_depth)?;
+    pub(crate) fn read_object(
+        text: &str,
+        max_depth: usize,
+        room: usize,
+    ) -> Result<(Tape, usize), Refused> {
+        let mut read = Read::new(text, max_depth).ok_or(Refused::Other)?;
         read.depth_left = read.depth_left.min(room);
         let ok = read.peek() == Some(b'{') && read.value::<false>().is_some();
         let used = read.at;
-        read.finish(ok).map(|tape| (tape, used))
+        read.finish_or_refused(ok).map(|tape| (tape, used))
     }
 
     /// Arguments given as a JSON string whose text is a JSON object (an
@@ -181,7 +183,7 @@ impl Tape {
     /// string as written, its escapes decoded on the way rather than
     /// before: `text` starts at the string's opening quote. The tape and
     /// the bytes the string takes, quotes included. The tape is exactly
-    /// the one [`read`](Self::read) makes of the string's text; `None` when
+    /// the one [`read`](Self::read) makes of the string's text; why not when
     /// that one gives up, when the string is not valid JSON, or when it
     /// escapes what it need not: the text's structure written with
     /// escapes other than `\"` and white space, a `\uXXXX` of the string
@@ -189,11 +191,11 @@ impl Tape {
     /// text (the string is then decoded and its text read, which says
     /// exactly what is wrong).
     #[inline(never)] // (a stage of its own in bench/callgrind_split.py)
-    pub(crate) fn read_quoted(text: &str, max_depth: usize) -> Option<(Tape, usize)> {
+    pub(crate) fn read_quoted(text: &str, max_depth: usize) -> Result<(Tape, usize), Refused> {
         if !text.starts_with('"') {
-            return None;
+            return Err(Refused::Other);
         }
-        let mut read = Read::new(text, max_depth)?;
+        let mut read = Read::new(text, max_depth).ok_or(Refused::Other)?;
         read.at = 1;
         read.quoted_space();
         let ok = read.peek() == Some(b'{') && read.value::<true>().is_some() && {
@@ -201,7 +203,7 @@ impl Tape {
             read.peek() == Some(b'"')
         };
         let used = read.at + 1;
-        read.finish(ok).map(|tape| (tape, used))
+        read.finish_or_refused(ok).map(|tape| (tape, used))
     }
 
     /// Whether its containers nest within `max_depth` as a tape read with
@@ -561,6 +563,14 @@ impl Read<'_> {
             buffers: SCRATCH.with_borrow_mut(std::mem::take),
             written: 0,
         })
+    }
+
+    /// The tape read, when `ok`, else why not; the buffers go back to the
+    /// thread.
+    fn finish_or_refused(self, ok: bool) -> Result<Tape, Refused> {
+        let twin = self.twin;
+        self.finish(ok)
+            .ok_or(if twin { Refused::Twin } else { Refused::Other })
     }
 
     /// The tape read, when `ok`; the buffers go back to the thread.

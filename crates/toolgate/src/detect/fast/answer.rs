@@ -469,6 +469,9 @@ impl<'a> Scan<'a> {
             (Value::Raw(_), InPassing::Read(Some(ReadArguments::Text(text)))) => {
                 ArgSource::Text(Cow::Owned(text.into()))
             }
+            (Value::Raw(raw), InPassing::Read(Some(ReadArguments::Twin(_, text)))) => {
+                ArgSource::twin(raw, text)
+            }
             (Value::Raw(raw), InPassing::Read(None) | InPassing::AsTaken) => ArgSource::Inline(raw),
             _ => return None,
         })
