@@ -17,6 +17,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use crate::detect::limits::Limits;
+use crate::detect::node::KeyText;
 use crate::detect::tape::{Refused, Tape};
 use crate::model::{ArgumentError, ArgumentErrorReason, Arguments, ObjectArguments};
 use crate::verdict::ViolationCode;
@@ -657,37 +658,6 @@ impl<'de> Visitor<'de> for StrictCheck {
             return Err(twice_to_some(key));
         }
         Ok(())
-    }
-}
-
-/// An object's key, borrowed from the text when it holds no escape.
-struct KeyText;
-
-impl<'de> DeserializeSeed<'de> for KeyText {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Cow<'de, str>, D::Error> {
-        de.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeyText {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string key")
-    }
-
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(v))
-    }
-
-    fn visit_str<E>(self, v: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-
-    fn visit_string<E>(self, v: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(v))
     }
 }
 

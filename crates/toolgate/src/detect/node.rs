@@ -663,7 +663,7 @@ impl<'de: 'a, 'a, A: MapAccess<'de>> MapAccess<'de> for Keys<'_, 'a, A> {
 }
 
 /// A key's text, borrowed where it has no escape.
-struct KeyText;
+pub(crate) struct KeyText;
 
 impl<'de> serde::de::DeserializeSeed<'de> for KeyText {
     type Value = Cow<'de, str>;
