@@ -298,17 +298,23 @@ fn bench_shape(c: &mut Criterion<CpuTime>, shape: &str) {
 type Pass<'a> = dyn Fn(&[Vec<u8>]) + 'a;
 
 /// Rounds of both pipelines over the whole workload, taking turns every
-/// 256 payloads (in turn, which goes first), written to `paired.json`
+/// 256 payloads (`$TOOLGATE_PAIRED_CHUNK`; in turn, which goes first), written to `paired.json`
 /// beside the workload as `[toolgate ns, naive ns]` of CPU time a round:
 /// what else the shared machine runs at a moment weighs on both alike, so
 /// the median of the rounds' ratios is steadier than the ratio of two
 /// criterion runs seconds apart.
 fn paired(workload: &Workload, pipelines: [&Pass<'_>; 2]) {
     const ROUNDS: usize = 15;
+    // How many payloads between turns: `$TOOLGATE_PAIRED_CHUNK`, else 256.
+    let chunk = std::env::var("TOOLGATE_PAIRED_CHUNK")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(256);
     let rounds: Vec<[u128; 2]> = (0..ROUNDS)
         .map(|round| {
             let mut spent = [Duration::ZERO; 2];
-            for (k, chunk) in workload.payloads.chunks(256).enumerate() {
+            for (k, chunk) in workload.payloads.chunks(chunk).enumerate() {
                 let first = (round + k) % 2;
                 for which in [first, 1 - first] {
                     let start = thread_cpu();
