@@ -434,7 +434,7 @@ fn case_twin_of<'k>(keys: impl ExactSizeIterator<Item = &'k str> + Clone) -> Opt
     if keys.len() < 2 || keys.clone().all(|key| case_stable(key.as_bytes())) {
         return None;
     }
-    let mut seen = std::collections::HashSet::with_capacity(keys.len());
+    let mut seen = HashSet::with_capacity(keys.len());
     keys.into_iter().find(|key| !seen.insert(fold_key(key)))
 }
 

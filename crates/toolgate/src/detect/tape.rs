@@ -151,9 +151,7 @@ impl Tape {
     /// an object holds a key twice (to a reader that ignores case too),
     /// which the strict reader refuses as well.
     pub(crate) fn read_or_refused(text: &str, max_depth: usize) -> Result<Tape, Refused> {
-        let Some(mut read) = Read::new(text, max_depth) else {
-            return Err(Refused::Other);
-        };
+        let mut read = Read::new(text, max_depth).ok_or(Refused::Other)?;
         read.space();
         let ok = read.peek() == Some(b'{') && read.value::<false>().is_some() && read.at_end();
         read.finish_or_refused(ok)
