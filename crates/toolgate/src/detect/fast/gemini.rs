@@ -54,56 +54,51 @@ const CANDIDATE_KEYS: [&str; 2] = ["index", "finishReason"];
 const MOST: usize = 16;
 
 /// Read `text` (whitespace around it trimmed), one whole JSON document,
-/// as a Gemini event of the short path's shape within `max_depth`; `None`
-/// when it is not one, and the general reading must read it.
-pub(crate) fn read(text: &str, max_depth: usize) -> Option<Light<'_>> {
+/// as a Gemini event of the short path's shape within `max_depth`, into
+/// `light` (empty); `None` when it is not one, and the general reading
+/// must read it (what `light` then holds means nothing).
+pub(crate) fn read<'a>(text: &'a str, max_depth: usize, light: &mut Light<'a>) -> Option<()> {
     let mut scan = Scan::new(text, None, max_depth);
     if scan.peek()? != b'{' {
         return None;
     }
-    let mut candidates = None;
+    let mut candidates = false;
     scan.fields_with(&ROOT_KEYS, true, |scan, key| match key {
         Ok(Field::candidates) => {
-            candidates = Some(scan.event_candidates()?);
-            Some(())
+            candidates = true;
+            scan.event_candidates(light)
         }
         Ok(_) => scan.null(),
         Err(_) => scan.skip(),
     })?;
-    if !scan.at_end() {
-        return None;
-    }
-    candidates.map(|candidates| Light { candidates })
+    (candidates && scan.at_end()).then_some(())
 }
 
 impl<'a> Scan<'a> {
-    /// An event's `candidates`.
-    fn event_candidates(&mut self) -> Option<SmallVec<[LightCandidate<'a>; 1]>> {
-        let mut candidates = SmallVec::new();
+    /// An event's `candidates`, into `light`.
+    fn event_candidates(&mut self, light: &mut Light<'a>) -> Option<()> {
         self.objects(|scan| {
-            if candidates.len() == MOST {
+            if light.candidates.len() == MOST {
                 return None;
             }
-            let mut candidate = LightCandidate {
-                index: None,
-                calls: SmallVec::new(),
-                finish: false,
-            };
+            let before = light.calls.len();
+            let (mut index, mut finish) = (None, false);
             scan.fields_with(&CANDIDATE_KEYS, false, |scan, key| match key {
-                Err(0) => scan.index_or_null(&mut candidate.index),
+                Err(0) => scan.index_or_null(&mut index),
                 Err(_) => {
-                    candidate.finish = scan.peek()? != b'n';
+                    finish = scan.peek()? != b'n';
                     scan.skip()
                 }
-                Ok(Field::content) if scan.peek()? == b'{' => {
-                    scan.event_content(&mut candidate.calls)
-                }
+                Ok(Field::content) if scan.peek()? == b'{' => scan.event_content(&mut light.calls),
                 Ok(_) => scan.null(),
             })?;
-            candidates.push(candidate);
+            light.candidates.push(LightCandidate {
+                index,
+                calls: light.calls.len() - before,
+                finish,
+            });
             Some(())
-        })?;
-        Some(candidates)
+        })
     }
 
     /// A candidate's content: the model's, its whole calls pushed to
@@ -173,6 +168,7 @@ impl<'a> Scan<'a> {
 #[cfg(test)]
 mod tests {
     use super::read;
+    use crate::detect::stream::gemini::Light;
 
     #[test]
     fn events_of_the_shape_are_read_and_others_left_to_the_general_reading() {
@@ -183,17 +179,18 @@ mod tests {
             r#"{"candidates":[]}"#,
         ];
         for event in taken {
-            assert!(read(event, 64).is_some(), "{event}");
+            assert!(read(event, 64, &mut Light::default()).is_some(), "{event}");
         }
-        let light = read(taken[1], 64).unwrap();
+        let mut light = Light::default();
+        read(taken[1], 64, &mut light).unwrap();
         let candidate = &light.candidates[0];
         assert!(candidate.finish && candidate.index.is_none());
-        assert_eq!(candidate.calls.len(), 2);
+        assert_eq!(candidate.calls, 2);
         assert_eq!(
-            candidate.calls[0].args.map(crate::detect::node::Raw::get),
+            light.calls[0].args.map(crate::detect::node::Raw::get),
             Some(r#"{"city":"Paris"}"#)
         );
-        assert!(candidate.calls[1].args.is_none());
+        assert!(light.calls[1].args.is_none());
         let left = [
             // A call streamed by path, or continued.
             r#"{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"f","willContinue":true}}]}}]}"#,
@@ -214,7 +211,7 @@ mod tests {
             r#"{"usageMetadata":{}}"#,
         ];
         for event in left {
-            assert!(read(event, 64).is_none(), "{event}");
+            assert!(read(event, 64, &mut Light::default()).is_none(), "{event}");
         }
     }
 }

@@ -73,18 +73,24 @@ struct FunctionCall<'a> {
 /// An event of the shape real Gemini streams send most, as its short
 /// path reads it ([`fast::gemini`](crate::detect::fast::gemini)): each
 /// candidate's number, its whole calls and whether it finishes; no
-/// streamed call, no result.
-#[derive(Debug, PartialEq)]
+/// streamed call, no result. The calls of all candidates are kept in one
+/// list, each candidate saying how many of them are its own, so that
+/// reading an event moves no candidate with its calls inside.
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Light<'a> {
-    pub(crate) candidates: SmallVec<[LightCandidate<'a>; 1]>,
+    pub(crate) candidates: SmallVec<[LightCandidate; 1]>,
+    /// The whole calls of the candidates, in order: the first
+    /// candidate's, then the next's.
+    pub(crate) calls: SmallVec<[WholeCall<'a>; 4]>,
 }
 
 /// A candidate of a [`Light`] event.
 #[derive(Debug, PartialEq)]
-pub(crate) struct LightCandidate<'a> {
+pub(crate) struct LightCandidate {
     pub(crate) index: Option<u64>,
-    /// Its whole calls, in order.
-    pub(crate) calls: SmallVec<[WholeCall<'a>; 4]>,
+    /// How many of the event's [`calls`](Light::calls), after those of
+    /// the candidates before it, are its own.
+    pub(crate) calls: usize,
     /// It has a `finishReason` (not `null`).
     pub(crate) finish: bool,
 }
@@ -118,11 +124,9 @@ pub(crate) fn light<'a>(probe: &Probe<'a>) -> Result<Option<Light<'a>>> {
         return Ok(None);
     };
     let read: Vec<Candidate<'a>> = serde_json::from_str(candidates.get())?;
-    let mut light = Light {
-        candidates: SmallVec::new(),
-    };
+    let mut light = Light::default();
     for candidate in read {
-        let mut calls = SmallVec::new();
+        let before = light.calls.len();
         if let Some(content) = candidate.content.filter(|c| is_object(c)) {
             let content: Content<'a> = serde_json::from_str(content.get())?;
             for part in content.parts.iter().flatten().filter(|p| is_object(p)) {
@@ -144,7 +148,7 @@ pub(crate) fn light<'a>(probe: &Probe<'a>) -> Result<Option<Light<'a>>> {
                 let Some(name) = name else {
                     return Ok(None);
                 };
-                calls.push(WholeCall {
+                light.calls.push(WholeCall {
                     id: f.id,
                     name,
                     args: f.args.map(Raw::from),
@@ -154,7 +158,7 @@ pub(crate) fn light<'a>(probe: &Probe<'a>) -> Result<Option<Light<'a>>> {
         }
         light.candidates.push(LightCandidate {
             index: candidate.index,
-            calls,
+            calls: light.calls.len() - before,
             finish: candidate.finishReason.is_some_and(|r| r.get() != "null"),
         });
     }
@@ -222,11 +226,12 @@ impl Decoder {
 
     /// An event its short path read: what [`event`](Self::event) does
     /// with it, in the same order.
-    pub(crate) fn light(&mut self, event: Light<'_>, cx: &mut Calls) {
+    pub(crate) fn light(&mut self, event: &mut Light<'_>, cx: &mut Calls) {
         cx.saw(Format::Gemini);
-        for (position, candidate) in event.candidates.into_iter().enumerate() {
+        let mut calls = event.calls.drain(..);
+        for (position, candidate) in event.candidates.iter().enumerate() {
             let number = candidate.index.unwrap_or(position as u64);
-            for f in candidate.calls {
+            for f in calls.by_ref().take(candidate.calls) {
                 // A whole call.
                 self.end(number, cx);
                 let id = f.id.as_deref();

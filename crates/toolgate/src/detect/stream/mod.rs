@@ -648,12 +648,13 @@ impl Reader {
                 self.decoders.anthropic.light(&light, &mut self.calls);
             }
             Short::Gemini if unnamed => {
-                let Some(light) = crate::detect::fast::gemini::read(text, max_depth) else {
+                let mut light = gemini::Light::default();
+                if crate::detect::fast::gemini::read(text, max_depth, &mut light).is_none() {
                     return false;
-                };
+                }
                 #[cfg(debug_assertions)]
                 same_gemini(text, &light, limits);
-                self.decoders.gemini.light(light, &mut self.calls);
+                self.decoders.gemini.light(&mut light, &mut self.calls);
             }
             Short::Item => {
                 let Some((kind, light)) = crate::detect::fast::item::read(text, max_depth) else {
