@@ -185,7 +185,7 @@ pub(crate) fn read_body(body: &str, mut out: Collector<'_>, limits: &Limits) -> 
         .then(|| document::parse_whole(body))
     {
         Some(Err(document::NotOne::Sequence)) => {
-            return stream::read_whole(body.as_bytes(), Framing::JsonSequence, limits);
+            return stream::read_whole_text(body.as_bytes(), body, Framing::JsonSequence, limits);
         }
         Some(Ok(root)) => Some(Ok(root)),
         Some(Err(document::NotOne::Invalid(err))) => Some(Err(err)),
@@ -214,7 +214,7 @@ pub(crate) fn read_body(body: &str, mut out: Collector<'_>, limits: &Limits) -> 
             out.finish(Framing::Json)
         }
         (None, Some(_)) if sse::looks_like_sse(body) => {
-            stream::read_whole(body.as_bytes(), Framing::Sse, limits)
+            stream::read_whole_text(body.as_bytes(), body, Framing::Sse, limits)
         }
         (None, Some(_)) => {
             // A JSON scalar (`null`, `42`, `"text"`) holds no call.
@@ -252,7 +252,7 @@ fn whole_document(body: &str, mut out: Collector<'_>, limits: &Limits) -> Detect
         Ok(list) => list.iter().map(|e| e.get()).collect::<Vec<_>>().join("\n"),
         Err(_) => body.to_owned(),
     };
-    let one = stream::read_whole(events.as_bytes(), Framing::JsonSequence, limits);
+    let one = stream::read_whole_text(events.as_bytes(), &events, Framing::JsonSequence, limits);
     let found = !one.calls.is_empty() || !one.results.is_empty();
     if found || (one.format.is_some() && out.format().is_none()) {
         return one;

@@ -54,6 +54,10 @@ pub(crate) struct EventRef<'a> {
     pub(crate) name: Option<&'a [u8]>,
     pub(crate) id: Option<&'a [u8]>,
     pub(crate) data: Option<&'a [u8]>,
+    /// The data as text, when it is known to be UTF-8 without checking
+    /// it again: one `data` line of an event read where it stands in a
+    /// chunk given as text ([`Framer::push_each`]). `None` says nothing.
+    pub(crate) data_text: Option<&'a str>,
     pub(crate) unknown_field: bool,
 }
 
@@ -100,33 +104,52 @@ impl std::error::Error for TooLarge {}
 
 /// An incremental SSE parser: feed it chunks as they arrive, get whole
 /// events back.
+///
+/// An event that lies whole within one chunk is read where it stands:
+/// its raw bytes and data are slices of the chunk. Only the part of an
+/// event that a chunk's end cuts off is kept, so that the event's bytes
+/// are whole when the next chunk ends it.
 #[derive(Debug)]
-// Each flag is an independent fact about the bytes read so far (a CR just
-// ended a line, nothing received yet, the event has lines, one of them of
-// no known field): no state machine hides among them.
-#[allow(clippy::struct_excessive_bools)]
 pub struct Framer {
     max_event_bytes: usize,
-    /// The bytes of the event being read.
+    /// The bytes of the event being read that came in earlier chunks.
     raw: Vec<u8>,
-    /// Where the line being read starts in `raw`.
-    line_start: usize,
     /// The last byte was a CR: an LF right after it ends the same line.
     after_cr: bool,
+    /// What the lines of the event being read said.
+    fields: Fields,
+}
+
+/// The lines of the event being read, as read so far. Positions count
+/// from the event's first byte, wherever its bytes are (in a chunk or in
+/// the framer's `raw`).
+#[derive(Debug)]
+// Each flag is an independent fact about the bytes read so far (nothing
+// received yet, the event has lines, one of them of no known field): no
+// state machine hides among them.
+#[allow(clippy::struct_excessive_bools)]
+struct Fields {
+    /// Where the line being read starts.
+    line_start: usize,
     /// Nothing has been received yet (a byte order mark may come first).
     at_start: bool,
     /// The event being read has a non-blank line.
     has_lines: bool,
     /// The event being read has a line of no known field.
     unknown_field: bool,
-    /// The event's fields, in `raw` (kept from one event to the next, as
-    /// `raw` and `joined` are, so that reading an event allocates nothing).
     name: Option<std::ops::Range<usize>>,
     id: Option<std::ops::Range<usize>>,
     data: Option<Value>,
-    /// The `data` lines joined, when there are several.
+    /// The `data` lines joined, when there are several (kept from one
+    /// event to the next, as the framer's `raw` is, so that reading an
+    /// event allocates nothing).
     joined: Vec<u8>,
 }
+
+/// Where an event's bytes are, for its data as text: the text of the
+/// chunk it lies in (its longest UTF-8 prefix) and where the event starts
+/// in it. `None` for an event kept across chunks.
+type InText<'t> = Option<(&'t str, usize)>;
 
 impl Framer {
     /// A framer that refuses events larger than `max_event_bytes`.
@@ -135,15 +158,17 @@ impl Framer {
         Framer {
             max_event_bytes,
             raw: Vec::new(),
-            line_start: 0,
             after_cr: false,
-            at_start: true,
-            has_lines: false,
-            unknown_field: false,
-            name: None,
-            id: None,
-            data: None,
-            joined: Vec::new(),
+            fields: Fields {
+                line_start: 0,
+                at_start: true,
+                has_lines: false,
+                unknown_field: false,
+                name: None,
+                id: None,
+                data: None,
+                joined: Vec::new(),
+            },
         }
     }
 
@@ -151,7 +176,7 @@ impl Framer {
     /// the framer is left as it was when the event crossed the bound and
     /// should not be used again.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
-        self.push_each(chunk, |event| {
+        self.push_each(chunk, "", |event| {
             out.push(event.to_event());
             ControlFlow::Continue(())
         })
@@ -168,122 +193,164 @@ impl Framer {
     }
 
     /// [`Framer::push`], each whole event given to `each` as it is read,
-    /// borrowed: nothing is allocated for an event no larger than those
-    /// before it. When `each` breaks, the rest of the chunk is not read,
-    /// and the framer should not be used again.
+    /// borrowed: nothing is allocated or copied for an event that lies
+    /// whole within the chunk. `text` is a prefix of the chunk known to be
+    /// UTF-8 (`""` when none is): the data of an event within it is given
+    /// as text too ([`EventRef::data_text`]). When `each` breaks, the rest
+    /// of the chunk is not read, and the framer should not be used again.
     pub(crate) fn push_each(
         &mut self,
         chunk: &[u8],
+        text: &str,
         mut each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
     ) -> Result<(), TooLarge> {
-        let mut rest = chunk;
-        if self.after_cr && rest.first() == Some(&b'\n') {
+        debug_assert!(chunk.starts_with(text.as_bytes()));
+        // The chunk is read up to `at`; the event being read is `raw`
+        // followed by `chunk[from..at]`, and one of the two is empty: an
+        // event begun in an earlier chunk is copied on into `raw`, line by
+        // line, and one begun in this chunk is read where it stands.
+        let (mut from, mut at) = (0, 0);
+        if self.after_cr && chunk.first() == Some(&b'\n') {
             // The LF of a CRLF split across chunks: part of the line end
-            // already read.
-            self.raw.push(b'\n');
-            self.line_start = self.raw.len();
-            rest = &rest[1..];
+            // already read (or, when that line ended an event, the first
+            // byte of the next).
+            at = 1;
+            if self.raw.is_empty() {
+                self.fields.line_start = 1;
+            } else {
+                self.append(b"\n")?;
+                self.fields.line_start = self.raw.len();
+                from = 1;
+            }
         }
         self.after_cr = false;
-        while !rest.is_empty() {
-            let Some(end) = memchr::memchr2(b'\n', b'\r', rest) else {
-                self.append(rest)?;
-                break;
-            };
-            self.append(&rest[..end])?;
-            let line_end = self.raw.len();
-            let terminator = if rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n') {
-                2
+        while let Some(found) = memchr::memchr2(b'\n', b'\r', &chunk[at..]) {
+            let end = at + found;
+            let next = if chunk[end] == b'\r' && chunk.get(end + 1) == Some(&b'\n') {
+                end + 2
             } else {
-                1
+                end + 1
             };
-            self.append(&rest[end..end + terminator])?;
-            if rest[end] == b'\r' && terminator == 1 && end + 1 == rest.len() {
+            if chunk[end] == b'\r' && end + 1 == chunk.len() {
+                // A CR that ends the chunk: the next may start with its LF.
                 self.after_cr = true;
             }
-            if self.line(line_end, &mut each).is_break() {
-                break;
+            let flow = if self.raw.is_empty() {
+                if next - from > self.max_event_bytes {
+                    return Err(self.too_large());
+                }
+                let event = &chunk[from..next];
+                self.fields
+                    .line(event, end - from, Some((text, from)), &mut each)
+            } else {
+                self.append(&chunk[at..next])?;
+                let line_end = self.raw.len() - (next - end);
+                let flow = self.fields.line(&self.raw, line_end, None, &mut each);
+                if flow.is_some() {
+                    self.raw.clear();
+                }
+                flow
+            };
+            at = next;
+            match flow {
+                Some(ControlFlow::Break(())) => return Ok(()),
+                Some(ControlFlow::Continue(())) => from = next,
+                None => {}
             }
-            rest = &rest[end + terminator..];
         }
-        Ok(())
+        // The event the chunk's end cuts off, kept for the next.
+        if self.raw.is_empty() {
+            self.append(&chunk[from..])
+        } else {
+            self.append(&chunk[at..])
+        }
     }
 
     /// [`Framer::finish`], the last event given to `each`.
     pub(crate) fn finish_each(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) {
+        let fields = &mut self.fields;
         let line_end = self.raw.len();
-        if !self.raw[self.line_start..].iter().all(|&b| is_space(b)) {
+        if !self.raw[fields.line_start..].iter().all(|&b| is_space(b)) {
             // A last line without a line end.
-            self.field(line_end);
+            fields.field(&self.raw, line_end);
         }
         self.after_cr = false;
         if !self.raw.is_empty() {
             // Nothing comes after the last event.
-            let _ = self.dispatch(each);
+            let _ = fields.dispatch(&self.raw, None, each);
+            self.raw.clear();
         }
     }
 
+    fn too_large(&self) -> TooLarge {
+        TooLarge {
+            max_event_bytes: self.max_event_bytes,
+        }
+    }
+
+    /// Keep `bytes` of the event being read, within the bound.
     fn append(&mut self, bytes: &[u8]) -> Result<(), TooLarge> {
         if self.raw.len().saturating_add(bytes.len()) > self.max_event_bytes {
-            return Err(TooLarge {
-                max_event_bytes: self.max_event_bytes,
-            });
+            return Err(self.too_large());
         }
         self.raw.extend_from_slice(bytes);
         Ok(())
     }
+}
 
-    /// A line ended: `raw[line_start..line_end]` is its text. Breaks when
-    /// the event it ends is given to `each`, and `each` breaks.
+impl Fields {
+    /// A line ended: `event` is the event's bytes through the line's end,
+    /// `event[line_start..line_end]` the line's text. When the line ends
+    /// the event, it is given to `each`, and what `each` said is returned;
+    /// `None` when the event goes on.
     fn line(
         &mut self,
+        event: &[u8],
         line_end: usize,
+        text: InText<'_>,
         each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let blank = self.raw[self.line_start..line_end]
+    ) -> Option<ControlFlow<()>> {
+        let blank = event[self.line_start..line_end]
             .iter()
             .all(|&b| is_space(b));
         if blank {
             self.at_start = false;
-            self.line_start = self.raw.len();
-            if self.has_lines {
-                return self.dispatch(each);
-            }
+            self.line_start = event.len();
             // Blank lines before an event are the start of its raw bytes.
-            return ControlFlow::Continue(());
+            return self.has_lines.then(|| self.dispatch(event, text, each));
         }
-        self.field(line_end);
-        self.line_start = self.raw.len();
-        ControlFlow::Continue(())
+        self.field(event, line_end);
+        self.line_start = event.len();
+        None
     }
 
-    /// Read one non-blank line as a field.
-    fn field(&mut self, line_end: usize) {
+    /// Read one non-blank line, `event[line_start..line_end]`, as a field.
+    fn field(&mut self, event: &[u8], line_end: usize) {
         let mut start = self.line_start;
-        if self.at_start && self.raw[start..line_end].starts_with(BOM) {
+        if self.at_start && event[start..line_end].starts_with(BOM) {
             start += BOM.len();
         }
         self.at_start = false;
         self.has_lines = true;
-        let (name, value) = split_field(&self.raw[start..line_end]);
+        let (name, value) = split_field(&event[start..line_end]);
         let Some(name) = name else {
             return; // a comment
         };
-        // Where the value is in `raw` (it ends the line).
+        // Where the value is in the event (it ends the line).
         let value = line_end - value.len()..line_end;
         if name.eq_ignore_ascii_case(b"data") {
             match &self.data {
                 None => self.data = Some(Value::At(value)),
                 Some(Value::At(first)) => {
                     self.joined.clear();
-                    self.joined.extend_from_slice(&self.raw[first.clone()]);
+                    self.joined.extend_from_slice(&event[first.clone()]);
                     self.joined.push(b'\n');
-                    self.joined.extend_from_slice(&self.raw[value]);
+                    self.joined.extend_from_slice(&event[value]);
                     self.data = Some(Value::Joined);
                 }
                 Some(Value::Joined) => {
                     self.joined.push(b'\n');
-                    self.joined.extend_from_slice(&self.raw[value]);
+                    self.joined.extend_from_slice(&event[value]);
                 }
             }
         } else if name.eq_ignore_ascii_case(b"event") {
@@ -295,21 +362,30 @@ impl Framer {
         }
     }
 
-    /// The event is whole: give it to `each`, then read the next one into
-    /// the same buffers.
-    fn dispatch(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) -> ControlFlow<()> {
-        let raw = &self.raw;
+    /// The event, `raw`, is whole: give it to `each`, and read the next
+    /// one afresh.
+    fn dispatch(
+        &mut self,
+        raw: &[u8],
+        text: InText<'_>,
+        each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let (data, data_text) = match &self.data {
+            None => (None, None),
+            Some(Value::At(at)) => (
+                Some(&raw[at.clone()]),
+                text.and_then(|(text, from)| text.get(from + at.start..from + at.end)),
+            ),
+            Some(Value::Joined) => (Some(&self.joined[..]), None),
+        };
         let flow = each(EventRef {
             raw,
             name: self.name.clone().map(|at| &raw[at]),
             id: self.id.clone().map(|at| &raw[at]),
-            data: self.data.as_ref().map(|data| match data {
-                Value::At(at) => &raw[at.clone()],
-                Value::Joined => &self.joined[..],
-            }),
+            data,
+            data_text,
             unknown_field: self.unknown_field,
         });
-        self.raw.clear();
         self.name = None;
         self.id = None;
         self.data = None;
@@ -542,6 +618,97 @@ mod tests {
         #[test]
         fn the_first_line_is_found_as_by_lines(text in "\u{feff}?[ \t\r\n:adt\u{e9}{]{0,40}(data|event|id|retry|x)?[ :\t\r\na{]{0,20}") {
             proptest::prop_assert_eq!(looks_like_sse(&text), looks_like_sse_by_lines(&text));
+        }
+    }
+
+    /// Read `chunks` as [`Assembler`](crate::detect::stream::Assembler)
+    /// does (each with its longest UTF-8 prefix as text), then finish: the
+    /// events, and whether the bound was crossed.
+    fn frame_text(chunks: &[&[u8]], max: usize) -> (Vec<Event>, bool) {
+        let mut framer = Framer::new(max);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let text = match std::str::from_utf8(chunk) {
+                Ok(text) => text,
+                Err(err) => std::str::from_utf8(&chunk[..err.valid_up_to()]).unwrap(),
+            };
+            let status = framer.push_each(chunk, text, |event| {
+                if let Some(text) = event.data_text {
+                    assert_eq!(Some(text.as_bytes()), event.data);
+                }
+                out.push(event.to_event());
+                ControlFlow::Continue(())
+            });
+            if status.is_err() {
+                return (out, true);
+            }
+        }
+        framer.finish(&mut out);
+        (out, false)
+    }
+
+    fn piece() -> impl proptest::strategy::Strategy<Value = &'static [u8]> {
+        proptest::sample::select(
+            [
+                b"data:".as_slice(),
+                b"data: ",
+                b"DATA:",
+                b"event: e",
+                b"id: 7",
+                b"retry: 1",
+                b"foo: x",
+                b": c",
+                b"\n",
+                b"\r",
+                b"\r\n",
+                b" ",
+                b"\t",
+                b"\xEF\xBB\xBF",
+                "\u{e9}".as_bytes(),
+                b"\xFF",
+                b"{\"a\":1}",
+                b"x",
+            ]
+            .to_vec(),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+        /// However a body is cut into chunks, the framer gives back every
+        /// byte in order, reads the same events (unless a cut falls
+        /// between a CR and an LF, which the framer reads as the line end
+        /// it is without waiting for the LF), gives an event's data as
+        /// text only when it is that text, and crosses the bound exactly
+        /// when an event is larger than it, after the events before.
+        #[test]
+        fn chunks_are_read_as_the_whole_body(
+            pieces in proptest::collection::vec(piece(), 0..40),
+            cuts in proptest::collection::vec(0usize..=400, 0..6),
+            max in proptest::prop_oneof![proptest::strategy::Just(usize::MAX), 1usize..60],
+        ) {
+            let body: Vec<u8> = pieces.concat();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut * body.len() / 400).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut last = 0;
+            for cut in cuts {
+                chunks.push(&body[last..cut]);
+                last = cut;
+            }
+            chunks.push(&body[last..]);
+            let (whole, whole_crossed) = frame_text(&[&body], max);
+            let (events, crossed) = frame_text(&chunks, max);
+            let split_crlf = chunks.iter().any(|chunk| chunk.ends_with(b"\r"));
+            if !split_crlf {
+                proptest::prop_assert_eq!(&events, &whole);
+                proptest::prop_assert_eq!(crossed, whole_crossed);
+            }
+            proptest::prop_assert!(events.iter().all(|event| event.raw.len() <= max));
+            if !crossed {
+                let joined: Vec<u8> = events.iter().flat_map(|e| e.raw.clone()).collect();
+                proptest::prop_assert_eq!(joined, body);
+            }
         }
     }
 

@@ -207,9 +207,14 @@ impl Split {
     /// breaks (the rest of the chunk is then not read; see
     /// [`Framer::push_each`](sse::Framer::push_each) and
     /// [`Splitter::push_each`]).
-    fn push(&mut self, chunk: &[u8], documents: &mut impl Documents) -> Result<(), TooLarge> {
+    fn push(
+        &mut self,
+        chunk: &[u8],
+        text: &str,
+        documents: &mut impl Documents,
+    ) -> Result<(), TooLarge> {
         match self {
-            Split::Sse(framer) => framer.push_each(chunk, |event| documents.document(event)),
+            Split::Sse(framer) => framer.push_each(chunk, text, |event| documents.document(event)),
             Split::Sequence(splitter) => splitter.push_each(chunk, documents),
         }
     }
@@ -273,6 +278,13 @@ impl Assembler {
     /// [`Assembler::close`], or once [`Assembler::push_until`] halted,
     /// input is ignored.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        self.push_text(chunk, utf8_prefix(chunk))
+    }
+
+    /// [`Assembler::push`], `text` a prefix of `chunk` known to be UTF-8
+    /// (the whole chunk, when it is text): what lies in it is not checked
+    /// again.
+    fn push_text(&mut self, chunk: &[u8], text: &str) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         if self.reading != Reading::On || self.closed {
             return out;
@@ -285,12 +297,9 @@ impl Assembler {
             ));
             return out;
         }
-        let text = match &self.split {
-            Split::Sequence(_) => utf8_prefix(chunk),
-            Split::Sse(_) => "",
-        };
         let status = self.split.push(
             chunk,
+            text,
             &mut InPlace {
                 reader: &mut self.reader,
                 out: &mut out,
@@ -334,8 +343,14 @@ impl Assembler {
         self.received = self.received.saturating_add(within.len());
         let reader = &mut self.reader;
         let mut refused = false;
+        // Only an event stream's events are read from the text.
+        let text = match self.split {
+            Split::Sse(_) => utf8_prefix(within),
+            Split::Sequence(_) => "",
+        };
         let status = self.split.push(
             within,
+            text,
             &mut Each(|event: EventRef<'_>| {
                 let from = out.len();
                 reader.event(event, &mut out);
@@ -516,7 +531,7 @@ impl Reader {
                 ));
             }
             if let Some(data) = event.data {
-                reader.data(event.name, data);
+                reader.data(event.name, data, event.data_text);
             }
         });
     }
@@ -544,10 +559,10 @@ impl Reader {
         }
     }
 
-    /// The data of one event.
-    fn data(&mut self, name: Option<&[u8]>, data: &[u8]) {
+    /// The data of one event (`text`, when the framer knows it is text).
+    fn data(&mut self, name: Option<&[u8]>, data: &[u8], text: Option<&str>) {
         let n = self.events;
-        let Ok(text) = std::str::from_utf8(data) else {
+        let Some(text) = text.or_else(|| std::str::from_utf8(data).ok()) else {
             self.malformed(format!("stream event {n} is not UTF-8 text"));
             return;
         };
@@ -934,8 +949,19 @@ pub(crate) fn is_error_shape(text: &str) -> bool {
 /// does for SSE bodies and JSON sequences.
 #[must_use]
 pub fn read_whole(body: &[u8], framing: Framing, limits: &Limits) -> Detection {
+    read_whole_text(body, utf8_prefix(body), framing, limits)
+}
+
+/// [`read_whole`], `text` a prefix of `body` known to be UTF-8 (the whole
+/// body, when it is text).
+pub(crate) fn read_whole_text(
+    body: &[u8],
+    text: &str,
+    framing: Framing,
+    limits: &Limits,
+) -> Detection {
     let mut stream = Assembler::with_events(framing, *limits, false);
-    stream.push(body);
+    stream.push_text(body, text);
     stream.finish()
 }
 

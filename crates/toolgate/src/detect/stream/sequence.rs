@@ -279,6 +279,7 @@ fn event(raw: &[u8], start: Option<usize>) -> EventRef<'_> {
         name: None,
         id: None,
         data: start.map(|start| &raw[start..]),
+        data_text: None,
         unknown_field: false,
     }
 }
