@@ -16,7 +16,7 @@ use crate::check::normalize;
 use crate::detect::tape::Tape;
 use crate::model::{Arguments, ObjectArguments};
 use crate::policy::schema::{ArgumentSchema, SchemaFailure};
-use crate::policy::{Policy, ToolSpec, ToolTable};
+use crate::policy::{Named, Policy, ToolSpec, ToolTable};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Whether the arguments of call `call` to tool `name` could be read;
@@ -40,18 +40,17 @@ pub(crate) fn readable(
 }
 
 /// Check (and clean) the readable arguments of call `call` to tool
-/// `name`, adding violations to `out`. `request` holds what a request
-/// declares, checked beside the policy.
+/// `name`, adding violations to `out`. `checks` holds what the policy and
+/// the request declare of the tool ([`Checks::of`]).
 pub(crate) fn check(
     policy: &Policy,
-    request: Option<&ToolTable>,
+    checks: &Checks<'_>,
     call: usize,
     name: &str,
     arguments: &mut Arguments,
     normalize: bool,
     out: &mut Vec<Violation>,
 ) {
-    let checks = Checks::of(policy, request, name);
     match arguments {
         Arguments::Invalid(_) => {}
         Arguments::Text(_) => {
@@ -98,7 +97,7 @@ pub(crate) fn check(
 }
 
 /// Everything the policy and the request say about one tool's arguments.
-struct Checks<'a> {
+pub(crate) struct Checks<'a> {
     /// The policy's declarations of the tool, then the request's.
     declared: SmallVec<[&'a ToolSpec; 2]>,
     /// The user's `required_params` for the tool.
@@ -110,22 +109,46 @@ struct Checks<'a> {
 }
 
 impl<'a> Checks<'a> {
-    fn of(policy: &'a Policy, request: Option<&'a ToolTable>, name: &str) -> Self {
-        let mut declared = policy.tools.find(name);
+    /// What `policy` (through `named`, what it says of `name`, when it
+    /// writes the name) and `request` say of the tool `name`.
+    pub(crate) fn of(
+        policy: &'a Policy,
+        request: Option<&'a ToolTable>,
+        name: &str,
+        named: Option<&Named>,
+    ) -> Self {
+        let looked_up;
+        let named = if let Some(named) = named {
+            named
+        } else {
+            looked_up = Named::of(policy, name, false);
+            &looked_up
+        };
+        let mut declared: SmallVec<[&ToolSpec; 2]> = named
+            .tools
+            .iter()
+            .map(|&at| policy.tools.spec(at))
+            .collect();
         let own = declared.len();
         if let Some(request) = request {
             declared.extend(request.find(name));
         }
-        let mut required: SmallVec<[&str; 4]> = SmallVec::new();
-        for param in policy.required.find(name).flatten() {
-            if !required.contains(&param.as_str()) {
-                required.push(param);
+        let mut required_params: SmallVec<[&str; 4]> = SmallVec::new();
+        for &at in &named.required {
+            for param in policy.required.value(at) {
+                if !required_params.contains(&param.as_str()) {
+                    required_params.push(param);
+                }
             }
         }
         Checks {
             declared,
-            required,
-            schemas: policy.schemas.find(name).collect(),
+            required: required_params,
+            schemas: named
+                .schemas
+                .iter()
+                .map(|&at| policy.schemas.value(at))
+                .collect(),
             own,
         }
     }

@@ -105,7 +105,9 @@ impl RequestTools {
         let safe = names
             .names()
             .iter()
-            .filter(|name| name::violation(policy, Some(&names), 0, name).is_none())
+            .filter(|name| {
+                name::violation(policy, Some(&names), 0, name, policy.named(name)).is_none()
+            })
             .cloned()
             .collect();
         RequestTools { specs, names, safe }

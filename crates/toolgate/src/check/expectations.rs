@@ -103,7 +103,7 @@ fn forbidden(policy: &Policy, calls: &[CallVerdict], out: &mut Outcome) {
     let mut used: Vec<&str> = Vec::new();
     let mut by: Vec<Vec<&CallVerdict>> = Vec::new();
     for call in calls {
-        if policy.safe_names.contains(call.name.as_str()) {
+        if policy.named(&call.name).is_some_and(|named| named.safe) {
             continue;
         }
         if let Some(tool) = policy.forbidden.matching(&call.name) {

@@ -149,7 +149,7 @@ impl Policy {
         declared: Option<&DeclaredTools>,
         name: &str,
     ) -> Option<Violation> {
-        name::request_violation(self, declared.map(|d| &d.tools), 0, name)
+        name::request_violation(self, declared.map(|d| &d.tools), 0, name, self.named(name))
     }
 
     /// Whether `caller` may call a tool named `name` at all, given the tools
@@ -315,7 +315,9 @@ impl Policy {
             ..
         } = call;
         let mut found = Vec::new();
-        let named = name::request_violation(self, request, index, &name);
+        // What the policy says of the name, looked up once for every check.
+        let said = self.named(&name);
+        let named = name::request_violation(self, request, index, &name, said);
         let forbidden = named
             .as_ref()
             .is_some_and(|v| v.code == ViolationCode::Forbidden);
@@ -334,9 +336,10 @@ impl Policy {
             ));
         }
         if !forbidden && arguments::readable(index, &name, &arguments, &mut found) && known {
+            let checks = arguments::Checks::of(self, request.map(|r| &r.specs), &name, said);
             arguments::check(
                 self,
-                request.map(|r| &r.specs),
+                &checks,
                 index,
                 &name,
                 &mut arguments,

@@ -4,7 +4,7 @@
 
 use super::declared::RequestTools;
 use crate::policy::names::NameSet;
-use crate::policy::Policy;
+use crate::policy::{Named, Policy};
 use crate::verdict::{Violation, ViolationCode};
 
 /// Where a `not_allowed` message turns from the documented failure wording
@@ -28,15 +28,16 @@ pub(crate) fn failure_line<'m>(message: &'m str, name: &str) -> &'m str {
 
 /// The fast path: a name the policy lists exactly and that looks like no
 /// forbidden name, or any name when nothing restricts names.
-fn passes(policy: &Policy, declared: Option<&NameSet>, name: &str) -> bool {
-    policy.safe_names.contains(name)
+fn passes(policy: &Policy, declared: Option<&NameSet>, name: &str, named: Option<&Named>) -> bool {
+    named.is_some_and(|named| named.safe)
         || (policy.forbidden.is_empty()
             && allowlist(policy).is_none()
             && declared.is_none_or(NameSet::is_empty)
             && !name.trim().is_empty())
 }
 
-/// The violation of a call named `name`, if any.
+/// The violation of a call named `name`, if any; `named` is what the
+/// policy says of the name ([`Policy::named`]).
 /// `declared`, when given, replaces the policy's declared tools (the
 /// policy's and a request's together).
 pub(crate) fn violation(
@@ -44,8 +45,9 @@ pub(crate) fn violation(
     declared: Option<&NameSet>,
     call: usize,
     name: &str,
+    named: Option<&Named>,
 ) -> Option<Violation> {
-    if passes(policy, declared, name) {
+    if passes(policy, declared, name, named) {
         return None;
     }
     if name.trim().is_empty() {
@@ -99,10 +101,11 @@ pub(crate) fn request_violation(
     request: Option<&RequestTools>,
     call: usize,
     name: &str,
+    named: Option<&Named>,
 ) -> Option<Violation> {
     match request {
         Some(request) if request.safe.contains(name) => None,
-        _ => violation(policy, request.map(|r| &r.names), call, name),
+        _ => violation(policy, request.map(|r| &r.names), call, name, named),
     }
 }
 
@@ -137,7 +140,7 @@ mod tests {
     fn a_failure_line_ends_where_the_name_does() {
         let policy = Policy::from_text("allowed_functions: [get_weather]", None).unwrap();
         for name in ["get_wether", "x (closest allowed tool: 'y')", "'"] {
-            let violation = violation(&policy, None, 0, name).unwrap();
+            let violation = violation(&policy, None, 0, name, policy.named(name)).unwrap();
             assert_eq!(
                 failure_line(&violation.message, name),
                 format!("tool call '{name}' is not an allowed tool"),

@@ -157,7 +157,8 @@ pub(crate) fn compile(value: &Value, base_dir: Option<&Path>) -> (Policy, Vec<Pr
         base_dir,
     };
     let mut policy = loader.policy(value);
-    policy.safe_names = crate::check::safe_names(&policy);
+    let safe = crate::check::safe_names(&policy);
+    policy.by_name = super::named::by_name(&policy, &safe);
     (policy, loader.problems)
 }
 

@@ -11,12 +11,13 @@ mod email;
 mod gemini;
 mod json_schema;
 mod load;
+mod named;
 pub mod names;
 pub mod schema;
 mod table;
 pub mod tools;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ use serde_json::Value;
 use self::access::Access;
 pub use self::json_schema::json_schema;
 pub(crate) use self::load::declare;
+pub(crate) use self::named::Named;
 use self::names::{Keyed, NameSet};
 use self::schema::ArgumentSchema;
 pub(crate) use self::table::{ToolSpec, ToolTable};
@@ -50,8 +52,8 @@ pub struct Policy {
     /// `allowed_functions`, when set.
     pub(crate) allowed: Option<NameSet>,
     pub(crate) forbidden: NameSet,
-    /// Names that pass the name check on sight (see `check::name`).
-    pub(crate) safe_names: FxHashSet<String>,
+    /// What the policy says of each name it writes (see [`named`]).
+    pub(crate) by_name: FxHashMap<String, Named>,
     /// What the agent was expected to do.
     pub(crate) expect: Expectations,
     /// `validate_formats`: JSON Schema `format` is asserted (the default).
@@ -81,7 +83,7 @@ impl Default for Policy {
             declared: NameSet::default(),
             allowed: None,
             forbidden: NameSet::default(),
-            safe_names: FxHashSet::default(),
+            by_name: FxHashMap::default(),
             expect: Expectations::default(),
             validate_formats: true,
             require_result_names: false,
@@ -284,6 +286,12 @@ impl McpSettings {
 }
 
 impl Policy {
+    /// What the policy says of the tool name `name`, spelled exactly so,
+    /// when it writes the name (see [`named`]).
+    pub(crate) fn named(&self, name: &str) -> Option<&Named> {
+        self.by_name.get(name)
+    }
+
     /// Read and compile a policy file (YAML or JSON). A `tools_file` is read
     /// relative to the policy's directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {

@@ -344,6 +344,16 @@ impl<T> Keyed<T> {
         (0..found.len()).map(move |i| &self.entries[found[i]].1)
     }
 
+    /// [`find`](Self::find), as places among the entries.
+    pub(crate) fn find_at(&self, name: &str) -> Cow<'_, [usize]> {
+        self.index.find(name)
+    }
+
+    /// The value at place `at` (from [`find_at`](Self::find_at)).
+    pub(crate) fn value(&self, at: usize) -> &T {
+        &self.entries[at].1
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &T)> + '_ {
         self.entries
             .iter()

@@ -61,14 +61,25 @@ impl ToolTable {
     /// The declaration of `name` exactly, or else every declaration of the
     /// same tool once folded.
     pub(crate) fn find(&self, name: &str) -> smallvec::SmallVec<[&ToolSpec; 2]> {
+        self.find_at(name).iter().map(|&at| self.spec(at)).collect()
+    }
+
+    /// [`find`](Self::find), as places in the table.
+    pub(crate) fn find_at(&self, name: &str) -> smallvec::SmallVec<[usize; 2]> {
         if let Some(at) = self.index.position(name) {
-            return smallvec::smallvec![&self.specs[at].1];
+            return smallvec::smallvec![at];
         }
-        self.index
-            .find(name)
-            .iter()
-            .map(|&at| &self.specs[at].1)
-            .collect()
+        self.index.find(name).iter().copied().collect()
+    }
+
+    /// The declaration at place `at` (from [`find_at`](Self::find_at)).
+    pub(crate) fn spec(&self, at: usize) -> &ToolSpec {
+        &self.specs[at].1
+    }
+
+    /// The names declared, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.specs.iter().map(|(name, _)| name.as_str())
     }
 
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut ToolSpec)> + '_ {
