@@ -485,6 +485,20 @@ pub fn event_data(raw: &[u8]) -> Option<Vec<u8>> {
     joined
 }
 
+/// Tests: `body` cut into chunks at `cuts` (places in it, in any order).
+#[cfg(test)]
+pub(crate) fn cut_at(body: &[u8], mut cuts: Vec<usize>) -> Vec<&[u8]> {
+    cuts.sort_unstable();
+    let mut chunks = Vec::with_capacity(cuts.len() + 1);
+    let mut last = 0;
+    for cut in cuts {
+        chunks.push(&body[last..cut]);
+        last = cut;
+    }
+    chunks.push(&body[last..]);
+    chunks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,15 +702,8 @@ mod tests {
             max in proptest::prop_oneof![proptest::strategy::Just(usize::MAX), 1usize..60],
         ) {
             let body: Vec<u8> = pieces.concat();
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|cut| cut * body.len() / 400).collect();
-            cuts.sort_unstable();
-            let mut chunks = Vec::new();
-            let mut last = 0;
-            for cut in cuts {
-                chunks.push(&body[last..cut]);
-                last = cut;
-            }
-            chunks.push(&body[last..]);
+            let cuts: Vec<usize> = cuts.into_iter().map(|cut| cut * body.len() / 400).collect();
+            let chunks = cut_at(&body, cuts);
             let (whole, whole_crossed) = frame_text(&[&body], max);
             let (events, crossed) = frame_text(&chunks, max);
             let split_crlf = chunks.iter().any(|chunk| chunk.ends_with(b"\r"));

@@ -60,6 +60,7 @@ pub(crate) fn by_name(policy: &Policy, safe: &FxHashSet<String>) -> FxHashMap<St
 #[cfg(test)]
 mod tests {
     use crate::policy::Policy;
+    use crate::verdict::ViolationCode;
 
     /// A policy that writes tools under several spellings, in each table.
     const POLICY: &str = r#"
@@ -120,24 +121,25 @@ schema:
             policy.check(payload.to_string().as_bytes())
         };
         assert!(verdict("send_email", ARGUMENTS[0]).passed);
-        let codes = |name: &str, arguments: &str| -> Vec<String> {
-            let verdict = serde_json::to_value(verdict(name, arguments)).unwrap();
-            verdict["violations"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v["code"].as_str().unwrap().to_owned())
-                .collect()
+        let codes = |name: &str, arguments: &str| -> Vec<ViolationCode> {
+            let verdict = verdict(name, arguments);
+            verdict.violations.iter().map(|v| v.code).collect()
         };
         assert_eq!(
             codes("send_email", r#"{"to":"a@b.c"}"#),
-            ["missing_required_param"]
+            [ViolationCode::MissingRequiredParam]
         );
-        assert_eq!(codes("search_docs", ARGUMENTS[2]), ["schema_violation"]);
-        assert_eq!(codes("ping", r#"{"a":1}"#), ["schema_violation"]);
+        assert_eq!(
+            codes("search_docs", ARGUMENTS[2]),
+            [ViolationCode::SchemaViolation]
+        );
+        assert_eq!(
+            codes("ping", r#"{"a":1}"#),
+            [ViolationCode::SchemaViolation]
+        );
         assert_eq!(
             codes("drop_table", "{}"),
-            ["forbidden", "used_forbidden_tools"]
+            [ViolationCode::Forbidden, ViolationCode::UsedForbiddenTools]
         );
         let mut looked_up = Policy::from_text(POLICY, None).unwrap();
         looked_up.by_name.clear();

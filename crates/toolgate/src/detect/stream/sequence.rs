@@ -421,15 +421,8 @@ mod tests {
             let whole = split(&[&body]);
             let joined: Vec<u8> = whole.iter().flat_map(|d| d.0.clone()).collect();
             proptest::prop_assert_eq!(&joined, &body);
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
-            cuts.sort_unstable();
-            let mut chunks = Vec::new();
-            let mut last = 0;
-            for cut in cuts {
-                chunks.push(&body[last..cut]);
-                last = cut;
-            }
-            chunks.push(&body[last..]);
+            let cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(body.len())).collect();
+            let chunks = crate::detect::sse::cut_at(&body, cuts);
             proptest::prop_assert_eq!(split(&chunks), whole);
         }
 
