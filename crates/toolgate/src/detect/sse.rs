@@ -116,6 +116,8 @@ pub struct Framer {
     raw: Vec<u8>,
     /// The last byte was a CR: an LF right after it ends the same line.
     after_cr: bool,
+    /// An event crossed the bound: nothing more is read.
+    failed: bool,
     /// What the lines of the event being read said.
     fields: Fields,
 }
@@ -159,6 +161,7 @@ impl Framer {
             max_event_bytes,
             raw: Vec::new(),
             after_cr: false,
+            failed: false,
             fields: Fields {
                 line_start: 0,
                 at_start: true,
@@ -173,8 +176,9 @@ impl Framer {
     }
 
     /// Read one chunk; whole events are appended to `out`. After an error,
-    /// the framer is left as it was when the event crossed the bound and
-    /// should not be used again.
+    /// the framer reads nothing more: the event that crossed the bound is
+    /// dropped, a later push gives the same error, and
+    /// [`finish`](Self::finish) delivers nothing.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), TooLarge> {
         self.push_each(chunk, "", |event| {
             out.push(event.to_event());
@@ -199,6 +203,33 @@ impl Framer {
     /// as text too ([`EventRef::data_text`]). When `each` breaks, the rest
     /// of the chunk is not read, and the framer should not be used again.
     pub(crate) fn push_each(
+        &mut self,
+        chunk: &[u8],
+        text: &str,
+        each: impl FnMut(EventRef<'_>) -> ControlFlow<()>,
+    ) -> Result<(), TooLarge> {
+        if self.failed {
+            return Err(self.too_large());
+        }
+        if chunk.is_empty() {
+            // Nothing to read: the LF of a CR just read may still come.
+            return Ok(());
+        }
+        let read = self.read_chunk(chunk, text, each);
+        if read.is_err() {
+            // Nothing of the event is kept: positions into the chunk
+            // would outlive it.
+            self.failed = true;
+            self.raw.clear();
+            self.after_cr = false;
+            self.fields.clear();
+        }
+        read
+    }
+
+    /// [`push_each`](Self::push_each) of a chunk that is not empty, on a
+    /// framer that has not failed.
+    fn read_chunk(
         &mut self,
         chunk: &[u8],
         text: &str,
@@ -268,6 +299,9 @@ impl Framer {
 
     /// [`Framer::finish`], the last event given to `each`.
     pub(crate) fn finish_each(&mut self, each: impl FnOnce(EventRef<'_>) -> ControlFlow<()>) {
+        if self.failed {
+            return;
+        }
         let fields = &mut self.fields;
         let line_end = self.raw.len();
         if !self.raw[fields.line_start..].iter().all(|&b| is_space(b)) {
@@ -386,13 +420,18 @@ impl Fields {
             data_text,
             unknown_field: self.unknown_field,
         });
+        self.clear();
+        flow
+    }
+
+    /// Read the next event afresh.
+    fn clear(&mut self) {
         self.name = None;
         self.id = None;
         self.data = None;
         self.unknown_field = false;
         self.line_start = 0;
         self.has_lines = false;
-        flow
     }
 }
 
@@ -610,6 +649,50 @@ mod tests {
         let err = framer.push(b"data: 1234567890123", &mut out).unwrap_err();
         assert_eq!(err.max_event_bytes, 16);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn after_an_error_nothing_more_is_read() {
+        // The bound crossed by an event read where it stands, by the part
+        // of one kept at a chunk's end, and by one kept across chunks.
+        let cases: [&[&[u8]]; 3] = [
+            &[b"data: 1\ndata: 23\n"],
+            &[b"data: 1\nxxxxxxxxxxxx"],
+            &[b"data: 1\n", b"data: 2\n"],
+        ];
+        for chunks in cases {
+            let mut framer = Framer::new(8);
+            let mut out = Vec::new();
+            let crossed = chunks
+                .iter()
+                .map(|chunk| framer.push(chunk, &mut out))
+                .any(|status| status.is_err());
+            assert!(crossed, "{chunks:?}");
+            assert!(framer.push(b"data: x\n\n", &mut out).is_err());
+            framer.finish(&mut out);
+            assert!(out.is_empty(), "{chunks:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_chunk_between_a_cr_and_its_lf_changes_nothing() {
+        let events = frame(&[b"data: a\r", b"", b"\ndata: b\r\n\r\n"]);
+        assert_eq!(data(&events), [Some("a\nb")]);
+    }
+
+    #[test]
+    fn the_data_of_an_event_in_a_chunk_of_text_is_given_as_text() {
+        let mut framer = Framer::new(1 << 10);
+        let body = "data: {\"a\":\"\u{e9}\"}\n\ndata: 1\ndata: 2\n\n";
+        let mut texts = Vec::new();
+        framer
+            .push_each(body.as_bytes(), body, |event| {
+                texts.push(event.data_text.map(str::to_owned));
+                ControlFlow::Continue(())
+            })
+            .unwrap();
+        // One data line: its text; several, joined: left to the reader.
+        assert_eq!(texts, [Some("{\"a\":\"\u{e9}\"}".to_owned()), None]);
     }
 
     /// The first non-blank line, found as splitting the text into lines

@@ -278,13 +278,13 @@ impl Assembler {
     /// [`Assembler::close`], or once [`Assembler::push_until`] halted,
     /// input is ignored.
     pub fn push(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        self.push_text(chunk, utf8_prefix(chunk))
+        self.push_text(chunk, None)
     }
 
-    /// [`Assembler::push`], `text` a prefix of `chunk` known to be UTF-8
-    /// (the whole chunk, when it is text): what lies in it is not checked
-    /// again.
-    fn push_text(&mut self, chunk: &[u8], text: &str) -> Vec<StreamEvent> {
+    /// [`Assembler::push`], `text` (when known) a prefix of `chunk` known
+    /// to be UTF-8 (the whole chunk, when it is text): what lies in it is
+    /// not checked again.
+    fn push_text(&mut self, chunk: &[u8], text: Option<&str>) -> Vec<StreamEvent> {
         let mut out = Vec::new();
         if self.reading != Reading::On || self.closed {
             return out;
@@ -297,6 +297,7 @@ impl Assembler {
             ));
             return out;
         }
+        let text = text.unwrap_or_else(|| utf8_prefix(chunk));
         let status = self.split.push(
             chunk,
             text,
@@ -961,7 +962,7 @@ pub(crate) fn read_whole_text(
     limits: &Limits,
 ) -> Detection {
     let mut stream = Assembler::with_events(framing, *limits, false);
-    stream.push_text(body, text);
+    stream.push_text(body, Some(text));
     stream.finish()
 }
 
