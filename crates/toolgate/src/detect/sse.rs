@@ -275,6 +275,7 @@ impl Framer {
                     .line(event, end - from, Some((text, from)), &mut each)
             } else {
                 self.append(&chunk[at..next])?;
+                from = next;
                 let line_end = self.raw.len() - (next - end);
                 let flow = self.fields.line(&self.raw, line_end, None, &mut each);
                 if flow.is_some() {
@@ -290,11 +291,7 @@ impl Framer {
             }
         }
         // The event the chunk's end cuts off, kept for the next.
-        if self.raw.is_empty() {
-            self.append(&chunk[from..])
-        } else {
-            self.append(&chunk[at..])
-        }
+        self.append(&chunk[from..])
     }
 
     /// [`Framer::finish`], the last event given to `each`.
