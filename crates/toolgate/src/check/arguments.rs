@@ -9,6 +9,8 @@
 //! declaration says: a hosted tool (`bash_20250124`, `web_search`) has no
 //! schema of the provider's to check, but the user's still holds.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
@@ -84,7 +86,7 @@ pub(crate) fn check(
                 };
                 // What fails is said from the tape too: the object is still
                 // built only if someone reads it.
-                checks.check_object(call, name, &mut OnTape(tape), Some(&passed), out);
+                checks.check_object(call, name, &mut OnTape(tape), Some(passed), out);
                 return;
             }
             let map = &mut **object;
@@ -96,16 +98,15 @@ pub(crate) fn check(
     }
 }
 
-/// Everything the policy and the request say about one tool's arguments.
+/// Everything the policy and the request say about one tool's arguments:
+/// read from the policy's entry for the name where it stands, so that a
+/// call makes no list of its own unless the request declares the tool.
 pub(crate) struct Checks<'a> {
-    /// The policy's declarations of the tool, then the request's.
-    declared: SmallVec<[&'a ToolSpec; 2]>,
-    /// The user's `required_params` for the tool.
-    required: SmallVec<[&'a str; 4]>,
-    /// The user's `schema` for the tool.
-    schemas: SmallVec<[&'a ArgumentSchema; 2]>,
-    /// How many of `declared` are the policy's own.
-    own: usize,
+    policy: &'a Policy,
+    /// What the policy says of the name.
+    named: Cow<'a, Named>,
+    /// The request's declarations of the tool.
+    requested: SmallVec<[&'a ToolSpec; 2]>,
 }
 
 impl<'a> Checks<'a> {
@@ -115,50 +116,56 @@ impl<'a> Checks<'a> {
         policy: &'a Policy,
         request: Option<&'a ToolTable>,
         name: &str,
-        named: Option<&Named>,
+        named: Option<&'a Named>,
     ) -> Self {
-        let looked_up;
-        let named = if let Some(named) = named {
-            named
-        } else {
-            looked_up = Named::of(policy, name, false);
-            &looked_up
+        let named = match named {
+            Some(named) => Cow::Borrowed(named),
+            None => Cow::Owned(Named::of(policy, name, false)),
         };
-        let mut declared: SmallVec<[&ToolSpec; 2]> = named
-            .tools
-            .iter()
-            .map(|&at| policy.tools.spec(at))
-            .collect();
-        let own = declared.len();
+        let mut requested = SmallVec::new();
         if let Some(request) = request {
-            declared.extend(request.find(name));
-        }
-        let mut required_params: SmallVec<[&str; 4]> = SmallVec::new();
-        for &at in &named.required {
-            for param in policy.required.value(at) {
-                if !required_params.contains(&param.as_str()) {
-                    required_params.push(param);
-                }
-            }
+            requested.extend(request.find(name));
         }
         Checks {
-            declared,
-            required: required_params,
-            schemas: named
-                .schemas
-                .iter()
-                .map(|&at| policy.schemas.value(at))
-                .collect(),
-            own,
+            policy,
+            named,
+            requested,
         }
+    }
+
+    /// The policy's declarations of the tool, then the request's.
+    fn declared(&self) -> impl Iterator<Item = &'a ToolSpec> + '_ {
+        let policy = self.policy;
+        self.named
+            .tools
+            .iter()
+            .map(move |&at| policy.tools.spec(at))
+            .chain(self.requested.iter().copied())
+    }
+
+    /// The user's `required_params` for the tool, each once.
+    fn required(&self) -> impl Iterator<Item = &'a str> + '_ {
+        let policy = self.policy;
+        let entries = &self.named.required;
+        entries.iter().enumerate().flat_map(move |(entry, &at)| {
+            let params = policy.required.value(at);
+            params.iter().enumerate().filter_map(move |(place, param)| {
+                // Said once: not by an earlier entry, nor earlier in this one.
+                let said = entries[..entry]
+                    .iter()
+                    .any(|&earlier| policy.required.value(earlier).contains(param))
+                    || params[..place].contains(param);
+                (!said).then_some(param.as_str())
+            })
+        })
     }
 
     /// Whether the arguments must be JSON: a function declaration says so,
     /// and so does any check of the user's.
     fn want_json(&self) -> bool {
-        !self.required.is_empty()
-            || !self.schemas.is_empty()
-            || self.declared.iter().any(|spec| spec.is_function())
+        !self.named.required.is_empty()
+            || !self.named.schemas.is_empty()
+            || self.declared().any(ToolSpec::is_function)
     }
 
     /// The schemas to validate against, in order: the policy's declaration,
@@ -166,24 +173,32 @@ impl<'a> Checks<'a> {
     /// without parameters has none that matters: any argument is already
     /// unexpected.
     fn all_schemas(&self) -> impl Iterator<Item = &'a ArgumentSchema> + '_ {
-        fn declared<'s, 'a: 's>(
-            specs: &'s [&'a ToolSpec],
-        ) -> impl Iterator<Item = &'a ArgumentSchema> + 's {
+        fn declared<'a>(
+            specs: impl Iterator<Item = &'a ToolSpec>,
+        ) -> impl Iterator<Item = &'a ArgumentSchema> {
             specs
-                .iter()
                 .filter(|spec| spec.is_function() && !spec.takes_no_arguments)
                 .filter_map(|spec| spec.schema.as_ref())
         }
-        let (own, request) = self.declared.split_at(self.own);
+        let policy = self.policy;
+        let own = self
+            .named
+            .tools
+            .iter()
+            .map(move |&at| policy.tools.spec(at));
+        let user = self
+            .named
+            .schemas
+            .iter()
+            .map(move |&at| policy.schemas.value(at));
         declared(own)
-            .chain(self.schemas.iter().copied())
-            .chain(declared(request))
+            .chain(user)
+            .chain(declared(self.requested.iter().copied()))
     }
 
     /// Whether a declaration of the tool says it takes no arguments.
     fn takes_no_arguments(&self) -> bool {
-        self.declared
-            .iter()
+        self.declared()
             .any(|spec| spec.is_function() && spec.takes_no_arguments)
     }
 
@@ -192,16 +207,18 @@ impl<'a> Checks<'a> {
     /// that [`check_object`](Self::check_object), which says what fails,
     /// validates the others only (a tape passes a schema exactly when its
     /// object does).
-    fn judge_tape(&self, tape: &Tape) -> Option<SmallVec<[bool; 4]>> {
+    fn judge_tape(&self, tape: &Tape) -> Option<Passed> {
         let others = (!self.takes_no_arguments() || tape.len() == 0)
-            && self.required.iter().all(|param| tape.contains_key(param));
+            && self.required().all(|param| tape.contains_key(param));
         // Every schema is judged, past a failure too: each verdict spares
         // the detailed path a validation.
-        let passed: SmallVec<[bool; 4]> = self
-            .all_schemas()
-            .map(|schema| schema.passes_tape(tape))
-            .collect();
-        let all = passed.iter().all(|&pass| pass);
+        let mut passed = Passed::default();
+        let mut all = true;
+        for schema in self.all_schemas() {
+            let pass = schema.passes_tape(tape);
+            all &= pass;
+            passed.push(pass);
+        }
         (!(others && all)).then_some(passed)
     }
 
@@ -212,7 +229,7 @@ impl<'a> Checks<'a> {
         call: usize,
         name: &str,
         map: &mut impl Object,
-        passed: Option<&[bool]>,
+        passed: Option<Passed>,
         out: &mut Vec<Violation>,
     ) {
         if self.takes_no_arguments() && map.len() > 0 {
@@ -232,7 +249,7 @@ impl<'a> Checks<'a> {
             );
         }
         let mut missing: Vec<String> = Vec::new();
-        for param in &self.required {
+        for param in self.required() {
             if !map.contains_key(param) {
                 let path = pointer(param);
                 out.push(
@@ -267,6 +284,29 @@ impl<'a> Checks<'a> {
                 );
             }
         }
+    }
+}
+
+/// Which schemas, in the order [`Checks::all_schemas`] gives them, the
+/// arguments passed: the first 64 are kept, and what is not kept is not
+/// known (validated again when a failure is said).
+#[derive(Debug, Clone, Copy, Default)]
+struct Passed {
+    passes: u64,
+    len: u32,
+}
+
+impl Passed {
+    fn push(&mut self, pass: bool) {
+        if self.len < u64::BITS {
+            self.passes |= u64::from(pass) << self.len;
+            self.len += 1;
+        }
+    }
+
+    /// Whether the schema at `index` passed, when known.
+    fn get(self, index: usize) -> Option<bool> {
+        (index < self.len as usize).then(|| (self.passes >> index) & 1 == 1)
     }
 }
 
