@@ -9,8 +9,6 @@
 //! declaration says: a hosted tool (`bash_20250124`, `web_search`) has no
 //! schema of the provider's to check, but the user's still holds.
 
-use std::borrow::Cow;
-
 use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
@@ -104,24 +102,21 @@ pub(crate) fn check(
 pub(crate) struct Checks<'a> {
     policy: &'a Policy,
     /// What the policy says of the name.
-    named: Cow<'a, Named>,
+    named: &'a Named,
     /// The request's declarations of the tool.
     requested: SmallVec<[&'a ToolSpec; 2]>,
 }
 
 impl<'a> Checks<'a> {
-    /// What `policy` (through `named`, what it says of `name`, when it
-    /// writes the name) and `request` say of the tool `name`.
+    /// What `policy` (through `named`, what it says of `name`:
+    /// [`Policy::named`], else [`Named::of`]) and `request` say of the
+    /// tool `name`.
     pub(crate) fn of(
         policy: &'a Policy,
         request: Option<&'a ToolTable>,
         name: &str,
-        named: Option<&'a Named>,
+        named: &'a Named,
     ) -> Self {
-        let named = match named {
-            Some(named) => Cow::Borrowed(named),
-            None => Cow::Owned(Named::of(policy, name, false)),
-        };
         let mut requested = SmallVec::new();
         if let Some(request) = request {
             requested.extend(request.find(name));

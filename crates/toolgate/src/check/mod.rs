@@ -16,7 +16,6 @@ mod results;
 mod score;
 
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 use self::declared::RequestTools;
 pub use self::expectations::json_eq;
@@ -25,7 +24,7 @@ use self::score::Ratio;
 use crate::detect::{detect_to_judge, Detection, ToolDeclarations};
 use crate::model::{Caller, ToolCall};
 use crate::policy::access::RateLimit;
-use crate::policy::{Expectations, Policy};
+use crate::policy::{Expectations, Named, Policy};
 use crate::verdict::{CallVerdict, Category, Label, Phase, Verdict, Violation, ViolationCode};
 
 /// How to check, beyond what the policy says.
@@ -237,15 +236,14 @@ impl Policy {
         let mut verdicts = Vec::with_capacity(calls.len());
         let mut valid = 0;
         let judge_calls = phase.judges(Category::Call, options.results);
-        let reused = if judge_calls {
-            reused_ids(&calls)
-        } else {
-            std::iter::repeat_n(None, calls.len()).collect()
-        };
+        let mut reused = Reused::new();
+        if judge_calls {
+            reused.find(&calls);
+        }
         let mut limits = access::Counts::new(options.counter);
-        for (call, reuses) in calls.into_iter().zip(reused) {
+        for (at, call) in calls.into_iter().enumerate() {
             let verdict = if judge_calls {
-                self.check_call(call, reuses, request, options, &mut limits)
+                self.check_call(call, reused.get(at), request, options, &mut limits)
             } else {
                 // A call of a past turn: released or refused when it was
                 // made, not judged again.
@@ -336,7 +334,14 @@ impl Policy {
             ));
         }
         if !forbidden && arguments::readable(index, &name, &arguments, &mut found) && known {
-            let checks = arguments::Checks::of(self, request.map(|r| &r.specs), &name, said);
+            let looked_up;
+            let named = if let Some(named) = said {
+                named
+            } else {
+                looked_up = Named::of(self, &name, false);
+                &looked_up
+            };
+            let checks = arguments::Checks::of(self, request.map(|r| &r.specs), &name, named);
             arguments::check(
                 self,
                 &checks,
@@ -441,14 +446,104 @@ fn push_decimal(text: &mut String, mut n: usize) {
 }
 
 /// For each call, the earlier call of the same turn whose (non-empty) id
-/// it reuses: ids may repeat across turns (some models send `call_0` every
-/// turn), never within one. A plain scan for the few calls a payload
-/// usually holds; a table past that.
-fn reused_ids(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
-    if calls.len() <= 32 {
-        reused_ids_scanned(calls)
-    } else {
-        reused_ids_tabled(calls)
+/// it reuses, by that call's index: ids may repeat across turns (some
+/// models send `call_0` every turn), never within one. Found in place,
+/// without a list, for the few calls a payload mostly holds; through a
+/// table past that.
+struct Reused {
+    /// For the first [`FEW`] calls (when they are all there are): the
+    /// index, or [`NONE`].
+    few: [u32; FEW],
+    /// For every call, when there are more (or an index past `u32`).
+    many: Vec<Option<usize>>,
+}
+
+/// How many calls [`Reused`] compares one with another.
+const FEW: usize = 32;
+
+/// No earlier call in [`Reused::few`].
+const NONE: u32 = u32::MAX;
+
+impl Reused {
+    /// No call reuses an id.
+    fn new() -> Reused {
+        Reused {
+            few: [NONE; FEW],
+            many: Vec::new(),
+        }
+    }
+
+    /// Find the ids `calls` reuse.
+    fn find(&mut self, calls: &[ToolCall]) {
+        let few = calls.len() <= FEW
+            && calls
+                .iter()
+                .all(|call| u32::try_from(call.index).is_ok_and(|index| index != NONE));
+        if few {
+            self.scanned(calls);
+        } else {
+            self.tabled(calls);
+        }
+    }
+
+    /// The index of the call whose id call `at` reuses.
+    fn get(&self, at: usize) -> Option<usize> {
+        if self.many.is_empty() {
+            let index = *self.few.get(at)?;
+            (index != NONE).then_some(index as usize)
+        } else {
+            self.many.get(at).copied().flatten()
+        }
+    }
+
+    /// [`find`](Self::find) by comparing each call with the earlier ones:
+    /// their last eight bytes and length first (ids of one payload,
+    /// `call_` and a random tail, mostly differ there), whole when those
+    /// match.
+    fn scanned(&mut self, calls: &[ToolCall]) {
+        fn tail(id: &str) -> u64 {
+            let bytes = id.as_bytes();
+            let mut last = [0_u8; 8];
+            let from = bytes.len().saturating_sub(8);
+            last[..bytes.len() - from].copy_from_slice(&bytes[from..]);
+            u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56)
+        }
+        // Each call's id's tail: never 0 for an id (its length is in the
+        // top byte), 0 for none.
+        let mut tails = [0_u64; FEW];
+        for (at, call) in calls.iter().enumerate() {
+            let Some((_, id)) = call_id(call) else {
+                continue;
+            };
+            let mine = tail(id);
+            tails[at] = mine;
+            let earlier = tails[..at]
+                .iter()
+                .zip(calls)
+                .find(|&(&theirs, other)| theirs == mine && call_id(other) == call_id(call));
+            if let Some((_, first)) = earlier {
+                // `find` took the few path: every index fits.
+                self.few[at] = u32::try_from(first.index).unwrap_or(NONE);
+            }
+        }
+    }
+
+    /// [`find`](Self::find) through a table of first calls by id.
+    fn tabled(&mut self, calls: &[ToolCall]) {
+        let mut first: FxHashMap<(usize, &str), usize> = FxHashMap::default();
+        self.many = calls
+            .iter()
+            .map(|call| {
+                let mine = call_id(call)?;
+                match first.entry(mine) {
+                    std::collections::hash_map::Entry::Occupied(seen) => Some(*seen.get()),
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(call.index);
+                        None
+                    }
+                }
+            })
+            .collect();
     }
 }
 
@@ -458,53 +553,6 @@ fn call_id(call: &ToolCall) -> Option<(usize, &str)> {
         .as_deref()
         .filter(|id| !id.is_empty())
         .map(|id| (call.turn, id))
-}
-
-/// [`reused_ids`] by comparing each call with the earlier ones: their
-/// last eight bytes and length first (ids of one payload, `call_` and a
-/// random tail, mostly differ there), whole when those match.
-fn reused_ids_scanned(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
-    fn tail(id: &str) -> u64 {
-        let bytes = id.as_bytes();
-        let mut last = [0_u8; 8];
-        let from = bytes.len().saturating_sub(8);
-        last[..bytes.len() - from].copy_from_slice(&bytes[from..]);
-        u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56)
-    }
-    /// A call's turn, its id's tail and its id.
-    type Id<'c> = Option<(usize, u64, &'c str)>;
-    let ids: SmallVec<[Id<'_>; 16]> = calls
-        .iter()
-        .map(|call| call_id(call).map(|(turn, id)| (turn, tail(id), id)))
-        .collect();
-    ids.iter()
-        .enumerate()
-        .map(|(at, mine)| {
-            let mine = (*mine)?;
-            ids[..at]
-                .iter()
-                .position(|earlier| *earlier == Some(mine))
-                .map(|earlier| calls[earlier].index)
-        })
-        .collect()
-}
-
-/// [`reused_ids`] through a table of first calls by id.
-fn reused_ids_tabled(calls: &[ToolCall]) -> SmallVec<[Option<usize>; 16]> {
-    let mut first: FxHashMap<(usize, &str), usize> = FxHashMap::default();
-    calls
-        .iter()
-        .map(|call| {
-            let mine = call_id(call)?;
-            match first.entry(mine) {
-                std::collections::hash_map::Entry::Occupied(seen) => Some(*seen.get()),
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(call.index);
-                    None
-                }
-            }
-        })
-        .collect()
 }
 
 /// A violation's line in `failures`: its message, in the documented wording
@@ -527,8 +575,15 @@ fn is_expectation(code: ViolationCode) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_decimal, reused_ids, reused_ids_scanned, reused_ids_tabled};
+    use super::{push_decimal, Reused, FEW};
     use crate::detect;
+
+    impl Reused {
+        /// What each of `n` calls reuses.
+        fn list(&self, n: usize) -> Vec<Option<usize>> {
+            (0..n).map(|at| self.get(at)).collect()
+        }
+    }
 
     #[test]
     fn numbers_are_written_in_decimal() {
@@ -559,7 +614,12 @@ mod tests {
                 })
                 .collect();
             let found = detect(format!("[{}]", turns.join(",")).as_bytes());
-            proptest::prop_assert_eq!(reused_ids_scanned(&found.calls), reused_ids_tabled(&found.calls));
+            let n = found.calls.len();
+            let (mut scanned, mut tabled) = (Reused::new(), Reused::new());
+            scanned.scanned(&found.calls);
+            tabled.tabled(&found.calls);
+            proptest::prop_assert!(n == 0 || !tabled.many.is_empty());
+            proptest::prop_assert_eq!(scanned.list(n), tabled.list(n));
         }
     }
 
@@ -570,7 +630,10 @@ mod tests {
                 .map(|i| format!(r#"{{"id":"c{}","name":"t","arguments":{{}}}}"#, i % (n - 1)))
                 .collect();
             let found = detect(format!("[{}]", calls.join(",")).as_bytes());
-            let reused = reused_ids(&found.calls);
+            let mut found_ids = Reused::new();
+            found_ids.find(&found.calls);
+            assert_eq!(found_ids.many.is_empty(), n <= FEW, "{n} calls");
+            let reused = found_ids.list(n);
             assert_eq!(reused.len(), n);
             assert_eq!(reused[n - 1], Some(0), "{n} calls");
             assert!(reused[..n - 1].iter().all(Option::is_none), "{n} calls");
