@@ -67,14 +67,16 @@ const ROOT_KEYS: [&str; 8] = [
 const MOST: usize = 16;
 
 /// Read `text` (whitespace around it trimmed), one whole JSON document,
-/// as a chunk of the short path's shape within `max_depth`; `None` when
-/// it is not one, and the general reading must read it.
-pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
+/// as a chunk of the short path's shape within `max_depth`, into `chunk`
+/// (empty), where it stands: its choices and their fragments are not
+/// moved once read. `None` when it is not one, and the general reading
+/// must read it.
+pub(crate) fn read<'a>(text: &'a str, max_depth: usize, chunk: &mut Chunk<'a>) -> Option<()> {
     let mut scan = Scan::new(text, None, max_depth);
     if scan.peek()? != b'{' {
         return None;
     }
-    let mut chunk = None;
+    let mut choices = false;
     scan.entries(&ROOT_KEYS, |scan, key, _| match key {
         Key::Field(field) => {
             scan.space();
@@ -85,7 +87,9 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
                     _ => None,
                 },
                 Field::choices => {
-                    chunk = Some(scan.chunk_choices()?);
+                    chunk.choices.clear();
+                    scan.chunk_choices(&mut chunk.choices)?;
+                    choices = true;
                     Some(())
                 }
                 _ => scan.null(),
@@ -97,7 +101,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Chunk<'_>> {
     if !scan.at_end() {
         return None;
     }
-    chunk.map(|choices| Chunk { choices })
+    choices.then_some(())
 }
 
 impl<'a> Scan<'a> {
@@ -189,20 +193,24 @@ impl<'a> Scan<'a> {
     }
 
     /// A chunk's `choices`.
-    fn chunk_choices(&mut self) -> Option<SmallVec<[ChoiceDelta<'a>; 1]>> {
-        let mut choices = SmallVec::new();
+    fn chunk_choices(&mut self, choices: &mut SmallVec<[ChoiceDelta<'a>; 1]>) -> Option<()> {
         self.objects(|scan| {
             if choices.len() == MOST {
                 return None;
             }
             let position = choices.len() as u64;
+            choices.push(ChoiceDelta {
+                number: position,
+                fragments: SmallVec::new(),
+                legacy: None,
+                finished: false,
+            });
+            let choice = choices.last_mut()?;
             let mut index = None;
-            let mut fragments = SmallVec::new();
-            let mut finished = false;
             scan.fields_with(&["index", "finish_reason"], false, |scan, key| match key {
                 Err(0) => scan.index_or_null(&mut index),
                 Err(_) => {
-                    finished = match scan.peek()? {
+                    choice.finished = match scan.peek()? {
                         b'n' => scan.null().map(|()| false)?,
                         _ => scan.string().map(|_| true)?,
                     };
@@ -211,25 +219,18 @@ impl<'a> Scan<'a> {
                 // A message makes it a whole completion, `null` or not.
                 Ok(Field::message) => None,
                 Ok(Field::delta) if scan.peek()? == b'{' => {
-                    fragments = scan.chunk_delta()?;
-                    Some(())
+                    choice.fragments.clear();
+                    scan.chunk_delta(&mut choice.fragments)
                 }
                 Ok(_) => scan.null(),
             })?;
-            choices.push(ChoiceDelta {
-                number: index.unwrap_or(position),
-                fragments,
-                legacy: None,
-                finished,
-            });
+            choice.number = index.unwrap_or(position);
             Some(())
-        })?;
-        Some(choices)
+        })
     }
 
-    /// A choice's `delta`: its call fragments.
-    fn chunk_delta(&mut self) -> Option<SmallVec<[Fragment<'a>; 1]>> {
-        let mut fragments = SmallVec::new();
+    /// A choice's `delta`: its call fragments, onto `fragments`.
+    fn chunk_delta(&mut self, fragments: &mut SmallVec<[Fragment<'a>; 1]>) -> Option<()> {
         self.fields(|scan, field| match field {
             Field::role => {
                 let mut role = None;
@@ -248,8 +249,7 @@ impl<'a> Scan<'a> {
                 Some(())
             }),
             _ => scan.null(),
-        })?;
-        Some(fragments)
+        })
     }
 
     /// A `tool_calls` element.
@@ -303,7 +303,14 @@ pub(super) mod tests {
     use super::read;
     use crate::detect::fast::tests::{corpus, variants};
     use crate::detect::limits::Limits;
+    use crate::detect::stream::openai_chat::Chunk;
     use crate::detect::stream::same_chunk;
+
+    /// The chunk `text` is on the short path, when it takes it.
+    fn chunk_of(text: &str, depth: usize) -> Option<Chunk<'_>> {
+        let mut chunk = Chunk::default();
+        read(text, depth, &mut chunk).map(|()| chunk)
+    }
 
     /// A chunk of each kind a Chat stream sends: the role, a call's
     /// opening, an arguments fragment with escapes, two calls at once,
@@ -495,7 +502,7 @@ pub(super) mod tests {
     #[test]
     fn a_chunk_on_the_short_path_reads_as_the_general_reading_reads_it() {
         let taken = taken(&CHUNKS, mutations, |text, limits, depth| {
-            let Some(chunk) = read(text, depth) else {
+            let Some(chunk) = chunk_of(text, depth) else {
                 return false;
             };
             same_chunk(text, &chunk, limits);
@@ -539,11 +546,11 @@ pub(super) mod tests {
     fn real_chunks_take_the_short_path() {
         let events = fixture_events("openai-chat");
         for (path, data) in events.iter().filter(|(_, data)| data != "[DONE]") {
-            assert!(read(data, 128).is_some(), "{path}: {data}");
+            assert!(chunk_of(data, 128).is_some(), "{path}: {data}");
         }
         assert!(events.len() > 50, "{} events", events.len());
         for chunk in CHUNKS {
-            assert!(read(chunk, 128).is_some(), "{chunk}");
+            assert!(chunk_of(chunk, 128).is_some(), "{chunk}");
         }
     }
 }

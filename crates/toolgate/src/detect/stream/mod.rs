@@ -643,9 +643,10 @@ impl Reader {
         let unnamed = name.is_none_or(<[u8]>::is_empty);
         match path {
             Short::Chunk if unnamed => {
-                let Some(chunk) = crate::detect::fast::chunk::read(text, max_depth) else {
+                let mut chunk = openai_chat::Chunk::default();
+                if crate::detect::fast::chunk::read(text, max_depth, &mut chunk).is_none() {
                     return false;
-                };
+                }
                 #[cfg(debug_assertions)]
                 same_chunk(text, &chunk, limits);
                 self.calls.saw(Format::OpenAiChat);
