@@ -508,8 +508,8 @@ impl Reused {
             last[..bytes.len() - from].copy_from_slice(&bytes[from..]);
             u64::from_le_bytes(last) ^ ((bytes.len() as u64) << 56)
         }
-        // Each call's id's tail: never 0 for an id (its length is in the
-        // top byte), 0 for none.
+        // Each call's id's tail, 0 for none: an earlier call's tail only
+        // points at it, the ids themselves (and turns) are compared.
         let mut tails = [0_u64; FEW];
         for (at, call) in calls.iter().enumerate() {
             let Some((_, id)) = call_id(call) else {
