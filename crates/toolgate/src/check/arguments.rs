@@ -128,14 +128,18 @@ impl<'a> Checks<'a> {
         }
     }
 
-    /// The policy's declarations of the tool, then the request's.
-    fn declared(&self) -> impl Iterator<Item = &'a ToolSpec> + '_ {
+    /// The policy's declarations of the tool.
+    fn own(&self) -> impl Iterator<Item = &'a ToolSpec> + '_ {
         let policy = self.policy;
         self.named
             .tools
             .iter()
             .map(move |&at| policy.tools.spec(at))
-            .chain(self.requested.iter().copied())
+    }
+
+    /// The policy's declarations of the tool, then the request's.
+    fn declared(&self) -> impl Iterator<Item = &'a ToolSpec> + '_ {
+        self.own().chain(self.requested.iter().copied())
     }
 
     /// The user's `required_params` for the tool, each once.
@@ -158,7 +162,9 @@ impl<'a> Checks<'a> {
     /// Whether the arguments must be JSON: a function declaration says so,
     /// and so does any check of the user's.
     fn want_json(&self) -> bool {
-        !self.named.required.is_empty()
+        // A parameter, not an entry: `required_params: {tool: []}` asks
+        // for nothing.
+        self.required().next().is_some()
             || !self.named.schemas.is_empty()
             || self.declared().any(ToolSpec::is_function)
     }
@@ -176,17 +182,12 @@ impl<'a> Checks<'a> {
                 .filter_map(|spec| spec.schema.as_ref())
         }
         let policy = self.policy;
-        let own = self
-            .named
-            .tools
-            .iter()
-            .map(move |&at| policy.tools.spec(at));
         let user = self
             .named
             .schemas
             .iter()
             .map(move |&at| policy.schemas.value(at));
-        declared(own)
+        declared(self.own())
             .chain(user)
             .chain(declared(self.requested.iter().copied()))
     }
