@@ -231,7 +231,26 @@ fn scratch_dir(name: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_key_a_client_received_is_audited_after_a_kill() {
-    let dir = scratch_dir("durability");
+    killed_under_load(scratch_dir("durability"), false).await;
+}
+
+/// The same with the audit on a tmpfs (`/dev/shm`), whose syncs are
+/// quick: records are committed on the requests' own threads, as the
+/// gateway's metrics say before the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_key_is_audited_after_a_kill_with_the_audit_on_tmpfs() {
+    let shm = Path::new("/dev/shm");
+    assert!(shm.is_dir(), "this test needs a tmpfs at /dev/shm");
+    let dir = shm.join(format!("toolgate-durability-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    killed_under_load(dir, true).await;
+}
+
+/// Kill a gateway whose audit is in `dir` under load, start it again and
+/// check that the index holds every key a client received; `at_once`:
+/// check first that records were committed on the requests' threads.
+async fn killed_under_load(dir: PathBuf, at_once: bool) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = listener.local_addr().unwrap();
     let counter = Arc::new(AtomicUsize::new(0));
@@ -273,6 +292,20 @@ async fn every_key_a_client_received_is_audited_after_a_kill() {
             seen.answered.load(Ordering::SeqCst)
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if at_once {
+        let metrics = reqwest::get(format!("http://{}/metrics", gateway.addr))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let committed = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("toolgate_audit_records_at_once_total "))
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        assert!(committed > 0.0, "no record committed at once:\n{metrics}");
     }
     // SIGKILL: no shutdown, no flush; whatever the gateway had sent stays
     // in the clients' sockets and is still read below.

@@ -25,6 +25,8 @@
 //!   its group's, and at most for the one before it);
 //!   `toolgate_audit_groups_total` and `toolgate_audit_records_total`: the
 //!   groups written and the records in them;
+//!   `toolgate_audit_records_at_once_total`: the records committed on the
+//!   request's own thread, the log's syncs being quick (a tmpfs);
 //!   `toolgate_audit_index_lag_bytes`: how far the SQLite index is behind
 //!   the audit log; `toolgate_audit_index_unsynced_bytes`: how far its last
 //!   completed checkpoint is.
@@ -99,6 +101,7 @@ pub struct AuditMetrics {
     commit_seconds: Histogram,
     pub(crate) groups: Counter,
     pub(crate) records: Counter,
+    pub(crate) at_once: Counter,
     index_lag: Gauge,
     index_unsynced: Gauge,
 }
@@ -109,6 +112,7 @@ impl Default for AuditMetrics {
             commit_seconds: latency(),
             groups: Counter::default(),
             records: Counter::default(),
+            at_once: Counter::default(),
             index_lag: Gauge::default(),
             index_unsynced: Gauge::default(),
         }
@@ -204,6 +208,11 @@ impl Default for Metrics {
             "audit_records",
             "Audit records written",
             audit.records.clone(),
+        );
+        registry.register(
+            "audit_records_at_once",
+            "Audit records committed on the request's own thread, the log's syncs being quick",
+            audit.at_once.clone(),
         );
         registry.register(
             "audit_index_lag_bytes",

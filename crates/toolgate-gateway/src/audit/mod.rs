@@ -207,6 +207,9 @@ pub struct Audit {
     redact: Vec<String>,
     /// The log of `audit.sqlite`, whose index may be behind.
     log: Option<Arc<log::Shared>>,
+    /// The log's writers, which may let a request commit on its own
+    /// thread.
+    pipeline: Option<Arc<pipeline::Pipeline>>,
 }
 
 impl Drop for Audit {
@@ -248,12 +251,13 @@ impl Audit {
         let shared = log.shared();
         index::spawn(Arc::clone(&shared), index, metrics.clone()).map_err(ConfigError)?;
         let queue = Queue::new(QUEUE);
-        pipeline::spawn(log, &queue, metrics)
+        let pipeline = pipeline::spawn(log, &queue, metrics)
             .map_err(|err| ConfigError(format!("cannot start the audit writers: {err}")))?;
         Ok(Audit {
             queue,
             redact,
             log: Some(shared),
+            pipeline: Some(pipeline),
         })
     }
 
@@ -282,6 +286,7 @@ impl Audit {
             queue,
             redact,
             log: None,
+            pipeline: None,
         }
     }
 
@@ -289,11 +294,12 @@ impl Audit {
     /// at once when the writers have stopped or the queue is full.
     pub async fn commit(&self, mut record: AuditRecord) -> Result<(), String> {
         record.redact(&self.redact);
+        if let Some(answer) = self.pipeline.as_ref().and_then(|p| p.at_once(&record)) {
+            return durable(answer).await;
+        }
         let (reply, answer) = oneshot::channel();
         self.queue.push(record, reply)?;
-        answer
-            .await
-            .map_err(|_| "the audit writer has stopped".to_owned())?
+        durable(answer).await
     }
 
     /// Whether the writers run.
@@ -308,6 +314,13 @@ impl Audit {
     pub fn caught_up(&self) -> Result<(), String> {
         self.log.as_ref().map_or(Ok(()), |log| log.caught_up())
     }
+}
+
+/// The outcome a writer sends: whether the record is durable.
+async fn durable(answer: oneshot::Receiver<Result<(), String>>) -> Result<(), String> {
+    answer
+        .await
+        .map_err(|_| "the audit writer has stopped".to_owned())?
 }
 
 /// The writer thread of a store committed directly: each group written

@@ -4,6 +4,13 @@
 //! so waits for one `fdatasync` (its group's), not for the rest of the one
 //! before it as well; when syncs are quick, one writer does it all.
 //!
+//! When the log's syncs take microseconds (a tmpfs, say), a record with
+//! none waiting before it is committed on the request's own thread
+//! ([`Pipeline::at_once`]): handing it to a writer and back cost the
+//! request two thread wake-ups, each longer than the sync. One sync
+//! slower than [`QUICK_SYNC`] sends records back to the writers, so a
+//! request's thread never waits on a disk.
+//!
 //! Groups are answered in the order they were appended: a group is
 //! released only once every group before it is durable. A sync that fails
 //! fails its group and every group appended after it until the log has
@@ -12,7 +19,11 @@
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
 
 use super::log::{LogStore, Shared};
 use super::queue::{Queue, Reply, Stopped};
@@ -21,20 +32,21 @@ use crate::metrics::AuditMetrics;
 
 /// Writer threads: groups synced at once, at most.
 const WRITERS: usize = 3;
+/// A sync at most this long may block the request's own thread: less
+/// than one thread wake-up on a virtual machine, a few times the sync of
+/// a tmpfs, a fraction of any disk's `fdatasync` (0.1 ms and more).
+const QUICK_SYNC: Duration = Duration::from_micros(50);
+/// Syncs in a row within [`QUICK_SYNC`] before records are committed on
+/// the requests' threads.
+const QUICK_STREAK: u32 = 64;
 
 /// Start the writers of `log`, answering the records of `queue`.
 pub(crate) fn spawn(
     log: LogStore,
     queue: &Arc<Queue>,
     metrics: &AuditMetrics,
-) -> std::io::Result<()> {
-    let pipeline = Arc::new(Pipeline {
-        shared: log.shared(),
-        queue: Arc::clone(queue),
-        intake: Mutex::new(Intake { log, seq: 0 }),
-        order: Mutex::new(Order::default()),
-        metrics: metrics.clone(),
-    });
+) -> std::io::Result<Arc<Pipeline>> {
+    let pipeline = Arc::new(Pipeline::new(log, Arc::clone(queue), metrics.clone()));
     for n in 0..WRITERS {
         let pipeline = Arc::clone(&pipeline);
         std::thread::Builder::new()
@@ -44,10 +56,10 @@ pub(crate) fn spawn(
                 while pipeline.turn() {}
             })?;
     }
-    Ok(())
+    Ok(pipeline)
 }
 
-struct Pipeline {
+pub(crate) struct Pipeline {
     queue: Arc<Queue>,
     /// Taken to append a group (never while waiting for records).
     intake: Mutex<Intake>,
@@ -57,6 +69,16 @@ struct Pipeline {
     /// Told how far the log is durable, in order, for the indexer.
     shared: Arc<Shared>,
     metrics: AuditMetrics,
+    /// Syncs in a row within [`QUICK_SYNC`] (at most [`QUICK_STREAK`]).
+    quick: AtomicU32,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("quick", &self.quick)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Intake {
@@ -88,6 +110,17 @@ struct Synced {
 }
 
 impl Pipeline {
+    fn new(log: LogStore, queue: Arc<Queue>, metrics: AuditMetrics) -> Pipeline {
+        Pipeline {
+            shared: log.shared(),
+            queue,
+            intake: Mutex::new(Intake { log, seq: 0 }),
+            order: Mutex::new(Order::default()),
+            metrics,
+            quick: AtomicU32::new(0),
+        }
+    }
+
     /// Gather, append, sync and answer one group; false when the queue
     /// has closed (or a writer died holding a lock).
     fn turn(&self) -> bool {
@@ -96,29 +129,82 @@ impl Pipeline {
         if !self.queue.group(&mut batch, &mut replies) {
             return false;
         }
-        let began = std::time::Instant::now();
-        let (seq, appended) = {
-            let Ok(mut intake) = self.intake.lock() else {
-                return false;
-            };
-            let seq = intake.seq;
-            intake.seq += 1;
-            if let Some(at) = self.rewound(seq) {
-                intake.log.rewind(at);
-            }
-            (seq, intake.log.append(&batch))
+        let began = Instant::now();
+        let Ok(intake) = self.intake.lock() else {
+            return false;
         };
+        self.commit(intake, &batch, replies, began)
+    }
+
+    /// Commit `record` on the caller's thread when the log's syncs are
+    /// quick, no record waits for the writers and no writer is appending:
+    /// the answer, ready unless a group appended before it is still being
+    /// synced. `None`: the writers are to commit it.
+    pub(crate) fn at_once(
+        &self,
+        record: &AuditRecord,
+    ) -> Option<oneshot::Receiver<Result<(), String>>> {
+        if self.quick.load(Ordering::Relaxed) < QUICK_STREAK || !self.queue.is_idle() {
+            return None;
+        }
+        let began = Instant::now();
+        let intake = self.intake.try_lock().ok()?;
+        let (reply, answer) = oneshot::channel();
+        self.commit(intake, std::slice::from_ref(record), vec![reply], began);
+        self.metrics.at_once.inc();
+        Some(answer)
+    }
+
+    /// Append `batch` to the log held in `intake`, let go of it, sync the
+    /// group and answer it; false if the order lock was poisoned.
+    fn commit(
+        &self,
+        mut intake: MutexGuard<'_, Intake>,
+        batch: &[AuditRecord],
+        replies: Vec<Reply>,
+        began: Instant,
+    ) -> bool {
+        let seq = intake.seq;
+        intake.seq += 1;
+        if let Some(at) = self.rewound(seq) {
+            intake.log.rewind(at);
+        }
+        let appended = intake.log.append(batch);
+        drop(intake);
         let outcome = match appended {
-            // A sync that panicked is a failed one: its group is answered,
-            // so the groups after it are not left waiting for it.
-            Ok(group) => std::panic::catch_unwind(AssertUnwindSafe(|| group.sync()))
-                .unwrap_or_else(|_| Err("the audit log's sync panicked".to_owned()))
-                .map(|()| group.end)
-                .map_err(|err| (Some(group.start), err)),
+            Ok(group) => {
+                let syncing = Instant::now();
+                // A sync that panicked is a failed one: its group is
+                // answered, so the groups after it are not left waiting.
+                let synced = std::panic::catch_unwind(AssertUnwindSafe(|| group.sync()))
+                    .unwrap_or_else(|_| Err("the audit log's sync panicked".to_owned()));
+                self.timed(syncing.elapsed());
+                synced
+                    .map(|()| group.end)
+                    .map_err(|err| (Some(group.start), err))
+            }
             Err(err) => Err((None, err)),
         };
         self.metrics.group(batch.len(), began.elapsed());
         self.answer(seq, Synced { outcome, replies })
+    }
+
+    /// As if the last syncs had been quick.
+    #[cfg(test)]
+    pub(crate) fn take_as_quick(&self) {
+        self.quick.store(QUICK_STREAK, Ordering::Relaxed);
+    }
+
+    /// Count a sync that took `took` towards (or against) the quick streak.
+    fn timed(&self, took: Duration) {
+        if took <= QUICK_SYNC {
+            let streak = self.quick.load(Ordering::Relaxed);
+            if streak < QUICK_STREAK {
+                self.quick.store(streak + 1, Ordering::Relaxed);
+            }
+        } else {
+            self.quick.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Before group `seq` is appended: where to rewind the log to, when a
@@ -200,19 +286,11 @@ impl Order {
 
 #[cfg(test)]
 mod tests {
-    use tokio::sync::oneshot;
-
     use super::*;
 
     fn pipeline(dir: &std::path::Path) -> Pipeline {
         let log = LogStore::open(&dir.join("log"), 0).unwrap();
-        Pipeline {
-            shared: log.shared(),
-            queue: Queue::new(1),
-            intake: Mutex::new(Intake { log, seq: 0 }),
-            order: Mutex::new(Order::default()),
-            metrics: AuditMetrics::default(),
-        }
+        Pipeline::new(log, Queue::new(1), AuditMetrics::default())
     }
 
     fn group(
@@ -260,5 +338,57 @@ mod tests {
         pipeline.answer(4, after);
         assert_eq!(after_answer.try_recv().unwrap(), Ok(()));
         assert_eq!(durable(), start + 250);
+    }
+
+    /// Once syncs have been quick, a record none waits before is committed
+    /// on the caller's thread, answered when every group before it is
+    /// durable; a slow sync, a record waiting for the writers or a closed
+    /// queue sends it to the writers instead.
+    #[test]
+    fn a_quick_log_commits_on_the_callers_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipeline = pipeline(dir.path());
+        let start = pipeline.shared.durable();
+        let record = AuditRecord::sample(1, 0);
+        assert!(pipeline.at_once(&record).is_none(), "not quick yet");
+
+        let quick = |pipeline: &Pipeline| {
+            for _ in 0..QUICK_STREAK {
+                pipeline.timed(Duration::from_micros(1));
+            }
+            assert_eq!(pipeline.quick.load(Ordering::Relaxed), QUICK_STREAK);
+        };
+        quick(&pipeline);
+        let mut answer = pipeline.at_once(&record).unwrap();
+        assert_eq!(answer.try_recv().unwrap(), Ok(()));
+        assert!(pipeline.shared.durable() > start, "the record is durable");
+
+        // Group 1 is appended while a writer still syncs group 0.
+        quick(&pipeline);
+        let seq = {
+            let mut intake = pipeline.intake.lock().unwrap();
+            intake.seq += 1;
+            intake.seq - 1
+        };
+        let mut answer = pipeline.at_once(&record).unwrap();
+        assert!(answer.try_recv().is_err(), "waits for the group before it");
+        let (before, _) = group(Ok(pipeline.shared.durable()));
+        pipeline.answer(seq, before);
+        assert_eq!(answer.try_recv().unwrap(), Ok(()));
+
+        quick(&pipeline);
+        pipeline.timed(QUICK_SYNC + Duration::from_micros(1));
+        assert!(pipeline.at_once(&record).is_none(), "a slow sync");
+
+        quick(&pipeline);
+        let (reply, _answer) = oneshot::channel();
+        pipeline.queue.push(record.clone(), reply).unwrap();
+        assert!(pipeline.at_once(&record).is_none(), "a record waits");
+        let (mut batch, mut replies) = (Vec::new(), Vec::new());
+        assert!(pipeline.queue.group(&mut batch, &mut replies));
+
+        assert!(pipeline.at_once(&record).is_some());
+        pipeline.queue.close();
+        assert!(pipeline.at_once(&record).is_none(), "a closed queue");
     }
 }

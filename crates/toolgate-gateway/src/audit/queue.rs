@@ -109,6 +109,12 @@ impl Queue {
         self.ready.notify_all();
     }
 
+    /// Whether the queue takes records and none waits.
+    pub(crate) fn is_idle(&self) -> bool {
+        let state = self.state();
+        !state.closed && state.jobs.is_empty()
+    }
+
     /// Whether the writers run.
     pub(crate) fn is_open(&self) -> bool {
         self.open.load(Ordering::SeqCst)

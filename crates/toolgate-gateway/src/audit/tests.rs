@@ -103,6 +103,48 @@ async fn concurrent_commits_are_grouped_and_each_record_is_indexed_once() {
     assert!(metrics.groups.get() <= RECORDS as u64);
 }
 
+/// Records committed on the requests' own threads (the log's syncs taken
+/// as quick before each, whatever this disk's) and records handed to the
+/// writers, some at the same time, are each indexed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_committed_at_once_and_by_the_writers_are_each_indexed_once() {
+    const AT_ONCE: usize = 50;
+    const RECORDS: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("audit.db");
+    let metrics = AuditMetrics::default();
+    let audit = Arc::new(Audit::open(&sqlite(&db), &metrics).unwrap());
+    let quick = |audit: &Audit| audit.pipeline.as_ref().unwrap().take_as_quick();
+    for n in 0..AT_ONCE {
+        quick(&audit);
+        audit.commit(AuditRecord::sample(n, 50)).await.unwrap();
+    }
+    assert_eq!(metrics.at_once.get(), AT_ONCE as u64);
+    let commits: Vec<_> = (AT_ONCE..RECORDS)
+        .map(|n| {
+            let audit = Arc::clone(&audit);
+            tokio::spawn(async move {
+                if n % 10 == 0 {
+                    quick(&audit);
+                }
+                audit.commit(AuditRecord::sample(n, 50)).await
+            })
+        })
+        .collect();
+    for commit in commits {
+        commit.await.unwrap().unwrap();
+    }
+    let waiting = Arc::clone(&audit);
+    tokio::task::spawn_blocking(move || waiting.caught_up())
+        .await
+        .unwrap()
+        .unwrap();
+    let (calls, requests) = indexed(&db);
+    assert_eq!(requests, RECORDS);
+    each_once(&calls, RECORDS);
+    assert_eq!(metrics.records.get(), RECORDS as u64);
+}
+
 /// A crash leaves records in the log that the index has not taken (here
 /// written to the log alone): the next start indexes them, once, after
 /// the ones the index already held.
