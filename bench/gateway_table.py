@@ -116,6 +116,7 @@ def inside(out, run, route):
     )
     if groups > 0 and commit_count > 0:
         stages["audit_group"] = records / groups
+        stages["audit_at_once"] = delta("audit_records_at_once", 0) / records if records else 0.0
         stages["audit_commit"] = commit_sum / commit_count * 1e3
         stages["audit_commit_quantiles"] = bucket_quantiles(
             before_path, after_path, "toolgate_audit_commit_duration_seconds"
@@ -292,8 +293,9 @@ def print_inside(out, through, route, g):
         bounds = stages.get("audit_commit_quantiles")
         spread = f" (p50 at most {bounds[0]:g}, p99 at most {bounds[1]:g} ms)" if bounds else ""
         print(
-            f"    audit writer: {stages['audit_group']:.2f} records a group, "
-            f"{stages['audit_commit']:.3f} ms to write and sync one{spread}"
+            f"    audit: {stages['audit_group']:.2f} records a group, "
+            f"{stages['audit_commit']:.3f} ms to write and sync one{spread}; "
+            f"{100 * stages.get('audit_at_once', 0.0):.0f}% committed on the request's own thread"
         )
 
 
