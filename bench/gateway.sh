@@ -195,23 +195,7 @@ probe "disk before" "$disk"
 
 # Requests as agents send them: with their tool list (8 tools with JSON
 # Schemas), which the gateway merges with the policy's.
-bodies="$(python3 - <<'PY'
-import json
-def schema(i):
-    return {"type": "object", "properties": {"city": {"type": "string", "minLength": 1},
-            "units": {"enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1, "maximum": 14},
-            f"tag{i}": {"type": "array", "items": {"type": "string", "format": "email"}}},
-            "required": ["city"], "additionalProperties": False}
-names = ["get_weather"] + [f"tool_{i}" for i in range(1, 8)]
-openai = [{"type": "function", "function": {"name": n, "description": f"{n} tool", "parameters": schema(i)}}
-          for i, n in enumerate(names)]
-anthropic = [{"name": n, "description": f"{n} tool", "input_schema": schema(i)} for i, n in enumerate(names)]
-ask = [{"role": "user", "content": "What is the weather in Paris?"}]
-print(json.dumps({"model": "valid", "messages": ask, "tools": openai}))
-print(json.dumps({"model": "valid", "stream": True, "messages": ask, "tools": openai}))
-print(json.dumps({"model": "valid", "max_tokens": 256, "messages": ask, "tools": anthropic}))
-PY
-)"
+bodies="$(python3 bench/gateway_bodies.py)"
 chat="$(sed -n 1p <<< "$bodies")"
 chat_stream="$(sed -n 2p <<< "$bodies")"
 messages="$(sed -n 3p <<< "$bodies")"

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Two or more builds of `toolgate serve` at a fixed rate, alternated run
+# after run on one machine, beside the direct path and a pass-through proxy
+# in each round: what bench/gateway.sh measures once, measured in rounds,
+# with the medians of the rounds. For a change to the gateway whose effect
+# on a p99 is smaller than one run's noise.
+#
+#   bash bench/gateway_ab.sh OLD_DIR NEW_DIR [MORE_DIRS...]
+#
+# Each directory holds a `toolgate` binary (copy one aside before building
+# the next). The mock upstream, the pass-through proxy and the load
+# generator are built from the tree (or taken from GATEWAY_BINARIES, as in
+# bench/gateway.sh). Every build gets a gateway of its own, started once,
+# with its audit on tmpfs or on disk; each round runs the direct path, the
+# pass-through and every gateway (in an order that turns each round) for
+# GATEWAY_DURATION seconds at GATEWAY_RATE requests/s over 64 connections.
+#
+# Prints, per round and as medians, the latency each adds to the direct
+# path at p50 and p99, and each process's CPU time and thread switches per
+# request (from /proc). Environment: GATEWAY_AB_ROUNDS (6),
+# GATEWAY_AB_AUDIT (tmpfs or disk: where the audit is; tmpfs is
+# GATEWAY_TMPFS, default /dev/shm; disk is GATEWAY_AUDIT_DIR, default the
+# cargo target directory), GATEWAY_AB_ROUTE (chat or messages),
+# GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
+# Writes the JSON lines and logs to bench/results/gateway-ab-<time>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { echo "usage: $0 OLD_DIR NEW_DIR [MORE_DIRS...]" >&2; exit 2; }
+builds=("$@")
+for b in "${builds[@]}"; do
+  [ -x "$b/toolgate" ] || { echo "no toolgate binary in $b" >&2; exit 2; }
+done
+target="${CARGO_TARGET_DIR:-target}"
+rounds="${GATEWAY_AB_ROUNDS:-6}"
+where="${GATEWAY_AB_AUDIT:-tmpfs}"
+route="${GATEWAY_AB_ROUTE:-chat}"
+duration="${GATEWAY_DURATION:-10}"
+rate="${GATEWAY_RATE:-1000}"
+connections="${GATEWAY_CONNECTIONS:-64}"
+out="bench/results/gateway-ab-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+
+if [ -n "${GATEWAY_BINARIES:-}" ]; then
+  tools="$GATEWAY_BINARIES"
+else
+  cargo build --release -p toolgate-gateway --examples
+  tools="$target/release/examples"
+fi
+case "$where" in
+  tmpfs) root="$(mktemp -d "${GATEWAY_TMPFS:-/dev/shm}/toolgate-gateway-ab.XXXXXX")" ;;
+  disk) mkdir -p "${GATEWAY_AUDIT_DIR:-$target}"
+        root="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-ab.XXXXXX")" ;;
+  *) echo "GATEWAY_AB_AUDIT: tmpfs or disk" >&2; exit 2 ;;
+esac
+pids=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$root"
+}
+trap stop EXIT
+trap 'exit 130' INT TERM
+
+started() { # log pid
+  local log="$1" pid="$2" addr=""
+  for _ in $(seq 1 100); do
+    addr="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | cut -d/ -f3 || true)"
+    [ -n "$addr" ] && { echo "$addr"; return; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "did not start; see $log" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+MOCK_PAUSE_MS=0 "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
+upstream="$(started "$out/mock.log" $!)"
+"$tools/passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
+pass_pid=$!
+pass="$(started "$out/passthrough.log" $!)"
+declare -a gateway_addr gateway_pid
+for i in "${!builds[@]}"; do
+  dir="$root/build$i"
+  mkdir -p "$dir"
+  cat > "$dir/policy.yaml" <<POLICY
+tools:
+  - type: function
+    function:
+      name: get_weather
+      description: The weather in a city.
+      parameters:
+        type: object
+        properties: {city: {type: string}, units: {enum: [c, f]}}
+        required: [city]
+audit:
+  sqlite: $dir/audit.db
+POLICY
+  "${builds[$i]}/toolgate" serve --policy "$dir/policy.yaml" --listen 127.0.0.1:0 \
+    --upstream "http://$upstream" 2> "$out/gateway$i.log" & pids+=($!)
+  gateway_pid[$i]=$!
+  gateway_addr[$i]="$(started "$out/gateway$i.log" $!)"
+done
+
+case "$route" in
+  chat) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 1p)"; extra=() ;;
+  messages) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 3p)"
+            extra=(--header 'anthropic-version: 2023-06-01') ;;
+  *) echo "GATEWAY_AB_ROUTE: chat or messages" >&2; exit 2 ;;
+esac
+
+# A process's CPU ticks and its threads' voluntary and involuntary switches.
+usage() { # pid
+  python3 - "$1" <<'PY'
+import glob, sys
+pid = sys.argv[1]
+fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+switches = [0, 0]
+for status in glob.glob(f"/proc/{pid}/task/*/status"):
+    try:
+        lines = open(status).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key == "voluntary_ctxt_switches":
+            switches[0] += int(value)
+        elif key == "nonvoluntary_ctxt_switches":
+            switches[1] += int(value)
+print(int(fields[11]) + int(fields[12]), *switches)
+PY
+}
+results="$out/results.jsonl"
+: > "$results" > "$out/usage.txt"
+run() { # round name addr [pid]
+  local before=""
+  [ -z "${4:-}" ] || before="$(usage "$4")"
+  "$tools/load" --label "$1 $2" --url "http://$3$path" --body "$body" --connections "$connections" \
+    --duration "$duration" --rate "$rate" --threads 1 "${extra[@]}" >> "$results"
+  [ -z "${4:-}" ] || echo "$2 $before $(usage "$4")" >> "$out/usage.txt"
+}
+n=${#builds[@]}
+for r in $(seq 1 "$rounds"); do
+  echo "round $r of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  run "r$r" direct "$upstream"
+  run "r$r" pass "$pass" "$pass_pid"
+  for k in $(seq 0 $((n - 1))); do
+    j=$(( (k + r) % n ))
+    run "r$r" "build$j" "${gateway_addr[$j]}" "${gateway_pid[$j]}"
+  done
+done
+{
+  echo "gateway builds: ${builds[*]}; audit on $where; $route at $rate requests/s, $duration s runs, $rounds rounds"
+  python3 - "$results" "$out/usage.txt" "$duration" "$rate" "$(getconf CLK_TCK)" <<'PY'
+import collections, json, statistics, sys
+results, usage = sys.argv[1], sys.argv[2]
+duration, rate, ticks = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+by = collections.defaultdict(dict)
+for line in open(results):
+    r = json.loads(line)
+    rnd, name = r["label"].split(" ", 1)
+    by[rnd][name] = r["latency_ms"]
+names = sorted({n for d in by.values() for n in d if n != "direct"})
+print("added to the direct path, p50/p99 ms")
+print(f"{'round':7}" + "".join(f"{n:>18}" for n in names) + f"{'direct':>18}")
+added = collections.defaultdict(lambda: ([], []))
+for rnd, d in by.items():
+    cells = []
+    for n in names:
+        a50, a99 = d[n]["p50"] - d["direct"]["p50"], d[n]["p99"] - d["direct"]["p99"]
+        added[n][0].append(a50)
+        added[n][1].append(a99)
+        cells.append(f"{a50:+.3f}/{a99:+.3f}")
+    print(f"{rnd:7}" + "".join(f"{c:>18}" for c in cells) + f"{d['direct']['p50']:>10.3f}/{d['direct']['p99']:.3f}")
+print(f"{'median':7}" + "".join(
+    f"{statistics.median(added[n][0]):>+10.3f}/{statistics.median(added[n][1]):+.3f}" for n in names))
+# Per request: the load generator's warm-up second (not recorded) is
+# sent at the same rate, so each run sent (duration + 1) * rate requests.
+use = collections.defaultdict(list)
+for line in open(usage):
+    name, *numbers = line.split()
+    a, b = list(map(int, numbers[:3])), list(map(int, numbers[3:]))
+    use[name].append(((b[0] - a[0]) / ticks * 1e3, b[1] - a[1], b[2] - a[2]))
+sent = (duration + 1) * rate
+print("per request (medians of the rounds): CPU ms, voluntary and involuntary thread switches")
+for name in names:
+    rows = use.get(name)
+    if rows:
+        print(f"  {name:8} {statistics.median(r[0] for r in rows) / sent:7.3f} ms"
+              f" {statistics.median(r[1] for r in rows) / sent:6.2f} {statistics.median(r[2] for r in rows) / sent:6.2f}")
+PY
+} | tee "$out/table.txt"
