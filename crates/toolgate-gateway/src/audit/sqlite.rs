@@ -97,8 +97,14 @@ impl SqliteIndex {
     }
 
     /// Index `records` (each the JSON of an [`super::AuditRecord`], as the
-    /// log holds it), which end at log position `to`, in one transaction.
-    pub(crate) fn insert(&mut self, records: &[Vec<u8>], to: u64) -> Result<(), String> {
+    /// log holds it), which end at log position `to`, in one transaction;
+    /// `between` is called between two records.
+    pub(crate) fn insert(
+        &mut self,
+        records: &[Vec<u8>],
+        to: u64,
+        mut between: impl FnMut(),
+    ) -> Result<(), String> {
         let fail = |err: rusqlite::Error| format!("sqlite: {err}");
         let tx = self.conn.transaction().map_err(fail)?;
         {
@@ -114,7 +120,10 @@ impl SqliteIndex {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 )
                 .map_err(fail)?;
-            for json in records {
+            for (n, json) in records.iter().enumerate() {
+                if n > 0 {
+                    between();
+                }
                 let text = std::str::from_utf8(json)
                     .map_err(|_| "an audit record in the log is not UTF-8".to_owned())?;
                 let record: Row<'_> = serde_json::from_str(text)
@@ -237,7 +246,7 @@ mod tests {
         let batches = 300;
         for b in 0..batches {
             let batch: Vec<Vec<u8>> = (0..64).map(|i| json(&record(b * 64 + i))).collect();
-            index.insert(&batch, (b as u64 + 1) * 1000).unwrap();
+            index.insert(&batch, (b as u64 + 1) * 1000, || {}).unwrap();
             if b % 20 == 0 {
                 assert!(index.checkpoint().unwrap(), "no reader holds the WAL");
             }
@@ -272,7 +281,7 @@ mod tests {
             path: None,
             message: "no".into(),
         }];
-        index.insert(&[json(&original)], 1).unwrap();
+        index.insert(&[json(&original)], 1, || {}).unwrap();
         let (record, violations, caller): (String, String, String) = index
             .conn
             .query_row(
