@@ -60,6 +60,7 @@
 # turn about).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/gateway_common.sh
 target="${CARGO_TARGET_DIR:-target}"
 duration="${GATEWAY_DURATION:-10}"
 connections="${GATEWAY_CONNECTIONS:-64}"
@@ -98,36 +99,6 @@ stop() {
 }
 trap stop EXIT
 trap 'exit 130' INT TERM
-
-# Start a server whose stderr names its address; print the address.
-started() { # log pid
-  local log="$1" pid="$2" addr=""
-  for _ in $(seq 1 100); do
-    addr="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | cut -d/ -f3 || true)"
-    [ -n "$addr" ] && { echo "$addr"; return; }
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "did not start; see $log" >&2
-  cat "$log" >&2
-  exit 1
-}
-
-policy() { # audit-file
-  cat <<EOF
-tools:
-  - type: function
-    function:
-      name: get_weather
-      description: The weather in a city.
-      parameters:
-        type: object
-        properties: {city: {type: string}, units: {enum: [c, f]}}
-        required: [city]
-audit:
-  sqlite: $1
-EOF
-}
 
 MOCK_PAUSE_MS=0 "$mock" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
 upstream="$(started "$out/mock.log" $!)"
@@ -223,28 +194,6 @@ while True:
         break
     time.sleep(0.1)
 print(f"{time.monotonic() - began:.1f} s for the audit index to catch up", end="")
-PY
-}
-# A process's CPU time (clock ticks, user + system) and its threads'
-# voluntary and involuntary switches, as one JSON line.
-usage() { # pid
-  python3 - "$1" <<'PY'
-import glob, json, os, sys
-pid = sys.argv[1]
-fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-switches = {"voluntary": 0, "involuntary": 0}
-named = {"voluntary_ctxt_switches": "voluntary", "nonvoluntary_ctxt_switches": "involuntary"}
-for status in glob.glob(f"/proc/{pid}/task/*/status"):
-    try:
-        lines = open(status).read().splitlines()
-    except OSError:
-        continue
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key in named:
-            switches[named[key]] += int(value)
-print(json.dumps({"cpu_ticks": int(fields[11]) + int(fields[12]),
-                  "ticks_per_second": os.sysconf("SC_CLK_TCK"), **switches}))
 PY
 }
 run() { # label addr path body rate [load flags...]

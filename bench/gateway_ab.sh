@@ -25,6 +25,7 @@
 # Writes the JSON lines and logs to bench/results/gateway-ab-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/gateway_common.sh
 [ $# -ge 2 ] || { echo "usage: $0 OLD_DIR NEW_DIR [MORE_DIRS...]" >&2; exit 2; }
 builds=("$@")
 for b in "${builds[@]}"; do
@@ -61,19 +62,6 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-started() { # log pid
-  local log="$1" pid="$2" addr=""
-  for _ in $(seq 1 100); do
-    addr="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | cut -d/ -f3 || true)"
-    [ -n "$addr" ] && { echo "$addr"; return; }
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "did not start; see $log" >&2
-  cat "$log" >&2
-  exit 1
-}
-
 MOCK_PAUSE_MS=0 "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
 upstream="$(started "$out/mock.log" $!)"
 "$tools/passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
@@ -83,19 +71,7 @@ declare -a gateway_addr gateway_pid
 for i in "${!builds[@]}"; do
   dir="$root/build$i"
   mkdir -p "$dir"
-  cat > "$dir/policy.yaml" <<POLICY
-tools:
-  - type: function
-    function:
-      name: get_weather
-      description: The weather in a city.
-      parameters:
-        type: object
-        properties: {city: {type: string}, units: {enum: [c, f]}}
-        required: [city]
-audit:
-  sqlite: $dir/audit.db
-POLICY
+  policy "$dir/audit.db" > "$dir/policy.yaml"
   "${builds[$i]}/toolgate" serve --policy "$dir/policy.yaml" --listen 127.0.0.1:0 \
     --upstream "http://$upstream" 2> "$out/gateway$i.log" & pids+=($!)
   gateway_pid[$i]=$!
@@ -109,35 +85,15 @@ case "$route" in
   *) echo "GATEWAY_AB_ROUTE: chat or messages" >&2; exit 2 ;;
 esac
 
-# A process's CPU ticks and its threads' voluntary and involuntary switches.
-usage() { # pid
-  python3 - "$1" <<'PY'
-import glob, sys
-pid = sys.argv[1]
-fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-switches = [0, 0]
-for status in glob.glob(f"/proc/{pid}/task/*/status"):
-    try:
-        lines = open(status).read().splitlines()
-    except OSError:
-        continue
-    for line in lines:
-        key, _, value = line.partition(":")
-        if key == "voluntary_ctxt_switches":
-            switches[0] += int(value)
-        elif key == "nonvoluntary_ctxt_switches":
-            switches[1] += int(value)
-print(int(fields[11]) + int(fields[12]), *switches)
-PY
-}
 results="$out/results.jsonl"
-: > "$results" > "$out/usage.txt"
+: > "$results"
+: > "$out/usage.txt"
 run() { # round name addr [pid]
   local before=""
   [ -z "${4:-}" ] || before="$(usage "$4")"
   "$tools/load" --label "$1 $2" --url "http://$3$path" --body "$body" --connections "$connections" \
     --duration "$duration" --rate "$rate" --threads 1 "${extra[@]}" >> "$results"
-  [ -z "${4:-}" ] || echo "$2 $before $(usage "$4")" >> "$out/usage.txt"
+  [ -z "${4:-}" ] || printf '%s\t%s\t%s\n' "$2" "$before" "$(usage "$4")" >> "$out/usage.txt"
 }
 n=${#builds[@]}
 for r in $(seq 1 "$rounds"); do
@@ -151,10 +107,10 @@ for r in $(seq 1 "$rounds"); do
 done
 {
   echo "gateway builds: ${builds[*]}; audit on $where; $route at $rate requests/s, $duration s runs, $rounds rounds"
-  python3 - "$results" "$out/usage.txt" "$duration" "$rate" "$(getconf CLK_TCK)" <<'PY'
+  python3 - "$results" "$out/usage.txt" "$duration" "$rate" <<'PY'
 import collections, json, statistics, sys
 results, usage = sys.argv[1], sys.argv[2]
-duration, rate, ticks = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+duration, rate = float(sys.argv[3]), float(sys.argv[4])
 by = collections.defaultdict(dict)
 for line in open(results):
     r = json.loads(line)
@@ -178,9 +134,10 @@ print(f"{'median':7}" + "".join(
 # sent at the same rate, so each run sent (duration + 1) * rate requests.
 use = collections.defaultdict(list)
 for line in open(usage):
-    name, *numbers = line.split()
-    a, b = list(map(int, numbers[:3])), list(map(int, numbers[3:]))
-    use[name].append(((b[0] - a[0]) / ticks * 1e3, b[1] - a[1], b[2] - a[2]))
+    name, before, after = line.rstrip("\n").split("\t")
+    a, b = json.loads(before), json.loads(after)
+    use[name].append(((b["cpu_ticks"] - a["cpu_ticks"]) / b["ticks_per_second"] * 1e3,
+                      b["voluntary"] - a["voluntary"], b["involuntary"] - a["involuntary"]))
 sent = (duration + 1) * rate
 print("per request (medians of the rounds): CPU ms, voluntary and involuntary thread switches")
 for name in names:

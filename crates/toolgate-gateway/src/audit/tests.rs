@@ -88,19 +88,30 @@ async fn concurrent_commits_are_grouped_and_each_record_is_indexed_once() {
             tokio::spawn(async move { audit.commit(AuditRecord::sample(n, 50)).await })
         })
         .collect();
+    all_indexed_once(&audit, commits, &db, RECORDS).await;
+    assert_eq!(metrics.records.get(), RECORDS as u64);
+    assert!(metrics.groups.get() <= RECORDS as u64);
+}
+
+/// Wait for `commits`, then for `audit`'s index to catch up: it holds
+/// `records` requests, each call once.
+async fn all_indexed_once(
+    audit: &Arc<Audit>,
+    commits: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+    db: &std::path::Path,
+    records: usize,
+) {
     for commit in commits {
         commit.await.unwrap().unwrap();
     }
-    let waiting = Arc::clone(&audit);
+    let waiting = Arc::clone(audit);
     tokio::task::spawn_blocking(move || waiting.caught_up())
         .await
         .unwrap()
         .unwrap();
-    let (calls, requests) = indexed(&db);
-    assert_eq!(requests, RECORDS);
-    each_once(&calls, RECORDS);
-    assert_eq!(metrics.records.get(), RECORDS as u64);
-    assert!(metrics.groups.get() <= RECORDS as u64);
+    let (calls, requests) = indexed(db);
+    assert_eq!(requests, records);
+    each_once(&calls, records);
 }
 
 /// Records committed on the requests' own threads (the log's syncs taken
@@ -131,17 +142,7 @@ async fn records_committed_at_once_and_by_the_writers_are_each_indexed_once() {
             })
         })
         .collect();
-    for commit in commits {
-        commit.await.unwrap().unwrap();
-    }
-    let waiting = Arc::clone(&audit);
-    tokio::task::spawn_blocking(move || waiting.caught_up())
-        .await
-        .unwrap()
-        .unwrap();
-    let (calls, requests) = indexed(&db);
-    assert_eq!(requests, RECORDS);
-    each_once(&calls, RECORDS);
+    all_indexed_once(&audit, commits, &db, RECORDS).await;
     assert_eq!(metrics.records.get(), RECORDS as u64);
 }
 

@@ -1,0 +1,56 @@
+# Helpers of the gateway benchmarks (bench/gateway.sh, bench/gateway_ab.sh),
+# sourced by both.
+
+# Start a server whose stderr names its address; print the address.
+started() { # log pid
+  local log="$1" pid="$2" addr=""
+  for _ in $(seq 1 100); do
+    addr="$(grep -o 'listening on http://[0-9.:]*' "$log" | head -1 | cut -d/ -f3 || true)"
+    [ -n "$addr" ] && { echo "$addr"; return; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "did not start; see $log" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+# The gateways' policy: one tool, the audit in audit-file.
+policy() { # audit-file
+  cat <<POLICY
+tools:
+  - type: function
+    function:
+      name: get_weather
+      description: The weather in a city.
+      parameters:
+        type: object
+        properties: {city: {type: string}, units: {enum: [c, f]}}
+        required: [city]
+audit:
+  sqlite: $1
+POLICY
+}
+
+# A process's CPU time (clock ticks, user + system) and its threads'
+# voluntary and involuntary switches, as one JSON line.
+usage() { # pid
+  python3 - "$1" <<'PY'
+import glob, json, os, sys
+pid = sys.argv[1]
+fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+switches = {"voluntary": 0, "involuntary": 0}
+named = {"voluntary_ctxt_switches": "voluntary", "nonvoluntary_ctxt_switches": "involuntary"}
+for status in glob.glob(f"/proc/{pid}/task/*/status"):
+    try:
+        lines = open(status).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key in named:
+            switches[named[key]] += int(value)
+print(json.dumps({"cpu_ticks": int(fields[11]) + int(fields[12]),
+                  "ticks_per_second": os.sysconf("SC_CLK_TCK"), **switches}))
+PY
+}
