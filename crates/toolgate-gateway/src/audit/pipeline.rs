@@ -39,6 +39,11 @@ const QUICK_SYNC: Duration = Duration::from_micros(50);
 /// Syncs in a row within [`QUICK_SYNC`] before records are committed on
 /// the requests' threads.
 const QUICK_STREAK: u32 = 64;
+/// Room a log segment must have left for a record to be committed on the
+/// request's thread: starting the next segment (a rename and a directory
+/// sync, or a segment of zeros written when no spare is ready) is left
+/// to the writers.
+const AT_ONCE_ROOM: u64 = 64 << 10;
 
 /// Start the writers of `log`, answering the records of `queue`.
 pub(crate) fn spawn(
@@ -137,7 +142,8 @@ impl Pipeline {
     }
 
     /// Commit `record` on the caller's thread when the log's syncs are
-    /// quick, no record waits for the writers and no writer is appending:
+    /// quick, no record waits for the writers, no writer is appending and
+    /// the segment has room ([`AT_ONCE_ROOM`]):
     /// the answer, ready unless a group appended before it is still being
     /// synced. `None`: the writers are to commit it.
     pub(crate) fn at_once(
@@ -149,6 +155,9 @@ impl Pipeline {
         }
         let began = Instant::now();
         let intake = self.intake.try_lock().ok()?;
+        if intake.log.room() < AT_ONCE_ROOM {
+            return None;
+        }
         let (reply, answer) = oneshot::channel();
         self.commit(intake, std::slice::from_ref(record), vec![reply], began);
         self.metrics.at_once.inc();
@@ -388,6 +397,19 @@ mod tests {
         assert!(pipeline.queue.group(&mut batch, &mut replies));
 
         assert!(pipeline.at_once(&record).is_some());
+        quick(&pipeline);
+        let room = pipeline.intake.lock().unwrap().log.room();
+        assert!(room >= AT_ONCE_ROOM);
+        let filler = AuditRecord::sample(2, usize::try_from(room - AT_ONCE_ROOM / 2).unwrap());
+        let (reply, _filled) = oneshot::channel();
+        pipeline.queue.push(filler, reply).unwrap();
+        assert!(pipeline.turn(), "a writer appends the filler");
+        assert!(pipeline.intake.lock().unwrap().log.room() < AT_ONCE_ROOM);
+        quick(&pipeline);
+        assert!(
+            pipeline.at_once(&record).is_none(),
+            "the next segment is the writers'"
+        );
         pipeline.queue.close();
         assert!(pipeline.at_once(&record).is_none(), "a closed queue");
     }

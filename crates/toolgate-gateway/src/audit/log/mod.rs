@@ -132,6 +132,16 @@ impl LogStore {
         })
     }
 
+    /// Bytes the segment written can still take before the next group
+    /// starts a new one (none when it is damaged).
+    pub(crate) fn room(&self) -> u64 {
+        if self.damaged {
+            return 0;
+        }
+        self.capacity
+            .saturating_sub(self.next.saturating_sub(self.start))
+    }
+
     pub(crate) fn shared(&self) -> Arc<Shared> {
         Arc::clone(&self.shared)
     }
