@@ -91,10 +91,8 @@ shm=""
 if [ -n "$tmpfs" ] && [ -d "$tmpfs" ]; then
   shm="$(mktemp -d "$tmpfs/toolgate-gateway-bench.XXXXXX")"
 fi
-pids=()
 stop() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_started
   rm -rf "$disk" ${shm:+"$shm"}
 }
 trap stop EXIT

@@ -53,10 +53,8 @@ case "$where" in
         root="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-ab.XXXXXX")" ;;
   *) echo "GATEWAY_AB_AUDIT: tmpfs or disk" >&2; exit 2 ;;
 esac
-pids=()
 stop() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_started
   rm -rf "$root"
 }
 trap stop EXIT

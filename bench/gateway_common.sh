@@ -1,6 +1,14 @@
 # Helpers of the gateway benchmarks (bench/gateway.sh, bench/gateway_ab.sh),
 # sourced by both.
 
+# The processes a benchmark started (each script adds to it), and how it
+# stops them: each is killed, then waited for.
+pids=()
+stop_started() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+
 # Start a server whose stderr names its address; print the address.
 started() { # log pid
   local log="$1" pid="$2" addr=""
