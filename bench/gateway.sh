@@ -37,6 +37,13 @@
 #   was preempted) per request: figures the other load on the machine
 #   changes far less than its tail latency.
 #
+# The closed-loop runs go once; the fixed-rate runs go in GATEWAY_ROUNDS
+# rounds (each round every workload direct, through the pass-through and
+# through the gateways, one after the other), and the table gives the
+# median of the rounds: of each percentile, and of what each round's run
+# added to that round's direct one. A stall of a few milliseconds in one
+# run moves one round's figure, not the median.
+#
 # Prints a table (added latency at p50/p99 and added time to the first text
 # byte) and, at 1000 requests/s, each goal beside its figure, met or
 # missed: with the audit on disk, added p99 at most the disk's own
@@ -49,7 +56,8 @@
 #
 # Environment: GATEWAY_DURATION (seconds per run, default 10),
 # GATEWAY_CONNECTIONS (64), GATEWAY_RATE (requests/s of the fixed-rate
-# runs, 1000), GATEWAY_STREAM_RATE (streams/s, 500), GATEWAY_PAUSE_MS (2),
+# runs, 1000), GATEWAY_STREAM_RATE (streams/s, 500), GATEWAY_ROUNDS (rounds
+# of the fixed-rate runs, 5), GATEWAY_PAUSE_MS (2),
 # GATEWAY_LOAD_THREADS (the load generator's threads, 1),
 # GATEWAY_AUDIT_DIR (where the on-disk audit goes; default the cargo
 # target directory, which is on disk where /tmp may be tmpfs),
@@ -66,6 +74,7 @@ duration="${GATEWAY_DURATION:-10}"
 connections="${GATEWAY_CONNECTIONS:-64}"
 rate="${GATEWAY_RATE:-1000}"
 stream_rate="${GATEWAY_STREAM_RATE:-500}"
+rounds="${GATEWAY_ROUNDS:-5}"
 pause="${GATEWAY_PAUSE_MS:-2}"
 threads="${GATEWAY_LOAD_THREADS:-1}"
 syncs="${GATEWAY_SYNCS:-3000}"
@@ -216,25 +225,37 @@ run() { # label addr path body rate [load flags...]
 through=(disk)
 [ -z "$shm" ] || through+=(tmpfs)
 
-for at in 0 "$rate"; do
-  run "chat direct rate=$at" "$upstream" /v1/chat/completions "$chat" "$at"
-  run "chat pass rate=$at" "$pass" /v1/chat/completions "$chat" "$at"
+# The closed loop once; the fixed-rate runs in rounds, each round every
+# workload direct, through the pass-through and through the gateways, so
+# that a stall in one run moves one round's figure, not the median's.
+chat_runs() { # rate [label suffix]
+  run "chat direct rate=$1${2:-}" "$upstream" /v1/chat/completions "$chat" "$1"
+  run "chat pass rate=$1${2:-}" "$pass" /v1/chat/completions "$chat" "$1"
   for g in "${through[@]}"; do
-    run "chat gateway-$g rate=$at" "${gateway_addr[$g]}" /v1/chat/completions "$chat" "$at"
+    run "chat gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/chat/completions "$chat" "$1"
   done
-done
-for at in 0 "$stream_rate"; do
-  run "stream direct rate=$at" "$stream_upstream" /v1/chat/completions "$chat_stream" "$at"
-  run "stream pass rate=$at" "$stream_pass" /v1/chat/completions "$chat_stream" "$at"
-  run "stream gateway-stream rate=$at" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$at"
-done
-for at in 0 "$rate"; do
-  anthropic=(--header 'anthropic-version: 2023-06-01')
-  run "messages direct rate=$at" "$upstream" /v1/messages "$messages" "$at" "${anthropic[@]}"
-  run "messages pass rate=$at" "$pass" /v1/messages "$messages" "$at" "${anthropic[@]}"
+}
+stream_runs() { # rate [label suffix]
+  run "stream direct rate=$1${2:-}" "$stream_upstream" /v1/chat/completions "$chat_stream" "$1"
+  run "stream pass rate=$1${2:-}" "$stream_pass" /v1/chat/completions "$chat_stream" "$1"
+  run "stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$1"
+}
+messages_runs() { # rate [label suffix]
+  local anthropic=(--header 'anthropic-version: 2023-06-01')
+  run "messages direct rate=$1${2:-}" "$upstream" /v1/messages "$messages" "$1" "${anthropic[@]}"
+  run "messages pass rate=$1${2:-}" "$pass" /v1/messages "$messages" "$1" "${anthropic[@]}"
   for g in "${through[@]}"; do
-    run "messages gateway-$g rate=$at" "${gateway_addr[$g]}" /v1/messages "$messages" "$at" "${anthropic[@]}"
+    run "messages gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/messages "$messages" "$1" "${anthropic[@]}"
   done
+}
+chat_runs 0
+stream_runs 0
+messages_runs 0
+for r in $(seq 1 "$rounds"); do
+  echo "fixed-rate round $r of $rounds" >&2
+  chat_runs "$rate" " round=$r"
+  stream_runs "$stream_rate" " round=$r"
+  messages_runs "$rate" " round=$r"
 done
 echo "fdatasync probes after the runs" >&2
 probe "disk after" "$disk"
@@ -269,7 +290,8 @@ PY
     echo " \"commit\": \"$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo '+changes')\","
   fi
   echo " \"duration\": $duration, \"connections\": $connections, \"rate\": $rate,"
-  echo " \"stream_rate\": $stream_rate, \"pause_ms\": $pause, \"load_threads\": $threads}"
+  echo " \"stream_rate\": $stream_rate, \"pause_ms\": $pause, \"load_threads\": $threads,"
+  echo " \"rounds\": $rounds}"
 } > "$out/setup.json"
 
 python3 bench/gateway_table.py "$out" | tee "$out/table.txt"

@@ -20,8 +20,11 @@
 # request (from /proc). Environment: GATEWAY_AB_ROUNDS (6),
 # GATEWAY_AB_AUDIT (tmpfs or disk: where the audit is; tmpfs is
 # GATEWAY_TMPFS, default /dev/shm; disk is GATEWAY_AUDIT_DIR, default the
-# cargo target directory), GATEWAY_AB_ROUTE (chat or messages),
-# GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
+# cargo target directory), GATEWAY_AB_ROUTE (chat, messages, or stream:
+# chat completions streamed by a mock sending one event each
+# GATEWAY_PAUSE_MS (2), compared by the first text byte, at
+# GATEWAY_STREAM_RATE streams/s (500)), GATEWAY_DURATION (10),
+# GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
 # Writes the JSON lines and logs to bench/results/gateway-ab-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +63,20 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-MOCK_PAUSE_MS=0 "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
+# The route: its path and body, the mock's pause between stream events, and
+# what is compared (the whole answer's latency, or a stream's first text
+# byte).
+pause=0 measure=latency_ms
+case "$route" in
+  chat) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 1p)"; extra=() ;;
+  messages) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 3p)"
+            extra=(--header 'anthropic-version: 2023-06-01') ;;
+  stream) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 2p)"; extra=()
+          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
+  *) echo "GATEWAY_AB_ROUTE: chat, messages or stream" >&2; exit 2 ;;
+esac
+
+MOCK_PAUSE_MS="$pause" "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
 upstream="$(started "$out/mock.log" $!)"
 "$tools/passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
 pass_pid=$!
@@ -76,12 +92,6 @@ for i in "${!builds[@]}"; do
   gateway_addr[$i]="$(started "$out/gateway$i.log" $!)"
 done
 
-case "$route" in
-  chat) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 1p)"; extra=() ;;
-  messages) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 3p)"
-            extra=(--header 'anthropic-version: 2023-06-01') ;;
-  *) echo "GATEWAY_AB_ROUTE: chat or messages" >&2; exit 2 ;;
-esac
 
 results="$out/results.jsonl"
 : > "$results"
@@ -105,17 +115,17 @@ for r in $(seq 1 "$rounds"); do
 done
 {
   echo "gateway builds: ${builds[*]}; audit on $where; $route at $rate requests/s, $duration s runs, $rounds rounds"
-  python3 - "$results" "$out/usage.txt" "$duration" "$rate" <<'PY'
+  python3 - "$results" "$out/usage.txt" "$duration" "$rate" "$measure" <<'PY'
 import collections, json, statistics, sys
 results, usage = sys.argv[1], sys.argv[2]
-duration, rate = float(sys.argv[3]), float(sys.argv[4])
+duration, rate, measure = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 by = collections.defaultdict(dict)
 for line in open(results):
     r = json.loads(line)
     rnd, name = r["label"].split(" ", 1)
-    by[rnd][name] = r["latency_ms"]
+    by[rnd][name] = r[measure]
 names = sorted({n for d in by.values() for n in d if n != "direct"})
-print("added to the direct path, p50/p99 ms")
+print(f"added to the direct path, p50/p99 ms ({measure})")
 print(f"{'round':7}" + "".join(f"{n:>18}" for n in names) + f"{'direct':>18}")
 added = collections.defaultdict(lambda: ([], []))
 for rnd, d in by.items():

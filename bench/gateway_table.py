@@ -9,7 +9,10 @@ direct, through a pass-through proxy on the gateway's stack (the hop
 alone) and through the gateway, the latency each adds to the direct path
 and the gateway adds to the pass-through (toolgate's own share), where
 the gateway's mean time goes, the fdatasync figures, and each goal of the
-fixed-rate runs beside its figure, met or missed:
+fixed-rate runs beside its figure, met or missed. Runs labelled
+` round=N` (the fixed-rate runs, in rounds) are one run in the table: each
+percentile the median of the rounds', each added figure the median of
+what each round's run added to that round's other run. The goals:
 
 - audit on disk: added p99 at most the disk's own fdatasync p99 (4 KiB
   written over a file written before, as the audit log writes) plus 0.5 ms;
@@ -20,6 +23,7 @@ fixed-rate runs beside its figure, met or missed:
 usage: gateway_table.py OUT_DIR"""
 import json
 import os
+import statistics
 import sys
 
 # Added p99 over the disk's own fdatasync p99, audit on disk.
@@ -34,6 +38,35 @@ ROUTES = {"chat": "chat_completions", "messages": "messages"}
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def by_label(lines):
+    """Runs by label; a run in rounds (labels ending ` round=N`) as one run
+    under the label without it: each figure the median of its rounds',
+    errors and requests summed, its rounds kept (`rounds`: {N: run})."""
+    runs, rounds = {}, {}
+    for run in lines:
+        base, sep, n = run["label"].rpartition(" round=")
+        if sep:
+            rounds.setdefault(base, {})[int(n)] = run
+        else:
+            runs[run["label"]] = run
+    for base, by in rounds.items():
+        each = [by[n] for n in sorted(by)]
+        merged = dict(each[0], label=base, rounds=by)
+        merged["rps"] = statistics.median(r["rps"] for r in each)
+        for field in ("latency_ms", "first_text_ms"):
+            found = [r.get(field) for r in each]
+            merged[field] = (
+                None
+                if any(f is None for f in found)
+                else {q: statistics.median(f[q] for f in found) for q in found[0]}
+            )
+        for count in ("errors", "requests", "with_keys"):
+            merged[count] = sum(r[count] for r in each)
+        merged["error_samples"] = [e for r in each for e in r["error_samples"]][:3]
+        runs[base] = merged
+    return runs
 
 
 def histograms(path):
@@ -62,9 +95,10 @@ def histograms(path):
     return found
 
 
-def bucket_quantiles(before_path, after_path, metric, quantiles=(0.5, 0.99)):
+def bucket_quantiles(pairs, metric, quantiles=(0.5, 0.99)):
     """Upper bounds, in ms, of the quantiles of a histogram without labels
-    over a run (from its buckets before and after), or None."""
+    over a run (from its buckets before and after each (before, after)
+    pair of scrapes), or None."""
 
     def buckets(path):
         found = {}
@@ -75,40 +109,61 @@ def bucket_quantiles(before_path, after_path, metric, quantiles=(0.5, 0.99)):
                     found[le] = float(line.rsplit(" ", 1)[1])
         return found
 
-    before, after = buckets(before_path), buckets(after_path)
-    diff = [(le, after[le] - before.get(le, 0.0)) for le in after]
-    total = dict(diff).get("+Inf", 0.0)
+    diff = {}
+    for before_path, after_path in pairs:
+        before, after = buckets(before_path), buckets(after_path)
+        for le in after:
+            diff[le] = diff.get(le, 0.0) + after[le] - before.get(le, 0.0)
+    total = diff.get("+Inf", 0.0)
     if total <= 0:
         return None
     bounds = []
     for q in quantiles:
-        le = next(le for le, count in diff if count >= q * total)
+        le = next(le for le, count in diff.items() if count >= q * total)
         bounds.append(float("inf") if le == "+Inf" else float(le) * 1e3)
     return bounds
 
 
+def run_names(run):
+    """The file names of a run's metrics: one per round."""
+    labels = [f"{run['label']} round={n}" for n in sorted(run["rounds"])] if "rounds" in run else [run["label"]]
+    return [label.replace(" ", "_").replace("=", "_") for label in labels]
+
+
+def scrapes(out, run):
+    """(before, after) paths of each of a run's /metrics scrapes, or None
+    when one is missing."""
+    pairs = [
+        tuple(os.path.join(out, "metrics", f"{name}.{at}") for at in ("before", "after"))
+        for name in run_names(run)
+    ]
+    return pairs if all(os.path.exists(p) for pair in pairs for p in pair) else None
+
+
 def inside(out, run, route):
-    """The gateway's mean ms per request during a run, by stage."""
-    name = run["label"].replace(" ", "_").replace("=", "_")
-    before_path = os.path.join(out, "metrics", name + ".before")
-    after_path = os.path.join(out, "metrics", name + ".after")
-    if not (os.path.exists(before_path) and os.path.exists(after_path)):
+    """The gateway's mean ms per request during a run (all its rounds), by
+    stage."""
+    pairs = scrapes(out, run)
+    if not pairs:
         return None
-    before, after = histograms(before_path), histograms(after_path)
+    # (sum, count) gained over the run, summed over its rounds.
+    gained = {}
+    for before_path, after_path in pairs:
+        before, after = histograms(before_path), histograms(after_path)
+        for key, (s1, c1) in after.items():
+            s0, c0 = before.get(key, (0.0, 0.0))
+            pair = gained.setdefault(key, [0.0, 0.0])
+            pair[0] += s1 - s0
+            pair[1] += c1 - c0
 
     def mean(metric):
-        key = (f"toolgate_{metric}_duration_seconds", route)
-        if key not in after:
-            return None
-        s0, c0 = before.get(key, (0.0, 0.0))
-        s1, c1 = after[key]
-        return (s1 - s0) / (c1 - c0) * 1e3 if c1 > c0 else None
+        s, c = gained.get((f"toolgate_{metric}_duration_seconds", route), (0.0, 0.0))
+        return s / c * 1e3 if c > 0 else None
 
     stages = {stage: mean(stage) for stage in ("request", "upstream", "check")}
 
     def delta(metric, at):
-        key = (f"toolgate_{metric}", None)
-        return after.get(key, (0.0, 0.0))[at] - before.get(key, (0.0, 0.0))[at]
+        return gained.get((f"toolgate_{metric}", None), (0.0, 0.0))[at]
 
     groups, records = delta("audit_groups", 0), delta("audit_records", 0)
     commit_sum, commit_count = delta("audit_commit_duration_seconds", 0), delta(
@@ -118,31 +173,31 @@ def inside(out, run, route):
         stages["audit_group"] = records / groups
         stages["audit_at_once"] = delta("audit_records_at_once", 0) / records if records else 0.0
         stages["audit_commit"] = commit_sum / commit_count * 1e3
-        stages["audit_commit_quantiles"] = bucket_quantiles(
-            before_path, after_path, "toolgate_audit_commit_duration_seconds"
-        )
-    stages["usage"] = usage(out, name, after, route)
+        stages["audit_commit_quantiles"] = bucket_quantiles(pairs, "toolgate_audit_commit_duration_seconds")
+    stages["usage"] = usage(out, run, gained[("toolgate_request_duration_seconds", route)][1]
+                            if ("toolgate_request_duration_seconds", route) in gained else 0)
     return stages
 
 
-def usage(out, name, after, route):
+def usage(out, run, requests):
     """The gateway's CPU time (ms) and thread switches per request during
-    a run, from its /proc figures before and after it (None without them);
-    requests counted by its request histogram."""
-    paths = [os.path.join(out, "metrics", f"{name}.usage.{at}") for at in ("before", "after")]
-    if not all(os.path.exists(p) for p in paths):
-        return None
-    before, after_usage = (read_lines(p)[0] for p in paths)
-    before_metrics = histograms(os.path.join(out, "metrics", name + ".before"))
-    key = ("toolgate_request_duration_seconds", route)
-    requests = after.get(key, (0.0, 0.0))[1] - before_metrics.get(key, (0.0, 0.0))[1]
+    a run (all its rounds), from its /proc figures before and after each
+    (None without them); `requests` counted by its request histogram."""
     if requests <= 0:
         return None
-    ticks = after_usage["cpu_ticks"] - before["cpu_ticks"]
+    ticks = voluntary = involuntary = 0
+    for name in run_names(run):
+        paths = [os.path.join(out, "metrics", f"{name}.usage.{at}") for at in ("before", "after")]
+        if not all(os.path.exists(p) for p in paths):
+            return None
+        before, after = (read_lines(p)[0] for p in paths)
+        ticks += after["cpu_ticks"] - before["cpu_ticks"]
+        voluntary += after["voluntary"] - before["voluntary"]
+        involuntary += after["involuntary"] - before["involuntary"]
     return {
-        "cpu_ms": ticks / after_usage["ticks_per_second"] * 1e3 / requests,
-        "voluntary": (after_usage["voluntary"] - before["voluntary"]) / requests,
-        "involuntary": (after_usage["involuntary"] - before["involuntary"]) / requests,
+        "cpu_ms": ticks / after["ticks_per_second"] * 1e3 / requests,
+        "voluntary": voluntary / requests,
+        "involuntary": involuntary / requests,
     }
 
 
@@ -183,6 +238,11 @@ def print_header(setup, gateways):
         "closed loop: each connection sends when answered; "
         "open loop: a fixed rate, latency counted from the due time when late"
     )
+    if setup.get("rounds", 1) > 1:
+        print(
+            f"the fixed-rate runs in {setup['rounds']} rounds: each percentile the median of the rounds', "
+            "each added figure the median of what each round's run added to that round's direct run"
+        )
     audit = ", ".join(f"{g}: {v['audit_fs']}" for g, v in sorted(gateways.items()))
     print(f"audit (audit.sqlite: its log and its index, or the SQLite file alone before the log) on {audit}")
     print()
@@ -224,7 +284,17 @@ class Table:
         (ms) when one is given."""
         if direct is None or through is None or direct[field] is None or through[field] is None:
             return
-        diffs = {p: through[field][p] - direct[field][p] for p in ("p50", "p90", "p99", "max")}
+        quantiles = ("p50", "p90", "p99", "max")
+        common = sorted(set(direct.get("rounds", {})) & set(through.get("rounds", {})))
+        if common:
+            # The median of what each round's run added to that round's
+            # other run.
+            pairs = [(direct["rounds"][n][field], through["rounds"][n][field]) for n in common]
+            if any(d is None or t is None for d, t in pairs):
+                return
+            diffs = {p: statistics.median(t[p] - d[p] for d, t in pairs) for p in quantiles}
+        else:
+            diffs = {p: through[field][p] - direct[field][p] for p in quantiles}
         print(
             f"  {name:<28} {'':>8}  {diffs['p50']:>+8.3f} {diffs['p90']:>+8.3f} "
             f"{diffs['p99']:>+8.3f} {diffs['max']:>+8.3f}"
@@ -355,7 +425,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     out = sys.argv[1]
-    runs = {r["label"]: r for r in read_lines(os.path.join(out, "results.jsonl"))}
+    runs = by_label(read_lines(os.path.join(out, "results.jsonl")))
     gateways = {g["gateway"]: g for g in read_lines(os.path.join(out, "gateways.jsonl"))}
     with open(os.path.join(out, "setup.json"), encoding="utf-8") as f:
         setup = json.load(f)
