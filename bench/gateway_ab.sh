@@ -92,7 +92,6 @@ for i in "${!builds[@]}"; do
   gateway_addr[$i]="$(started "$out/gateway$i.log" $!)"
 done
 
-
 results="$out/results.jsonl"
 : > "$results"
 : > "$out/usage.txt"
