@@ -174,8 +174,8 @@ def inside(out, run, route):
         stages["audit_at_once"] = delta("audit_records_at_once", 0) / records if records else 0.0
         stages["audit_commit"] = commit_sum / commit_count * 1e3
         stages["audit_commit_quantiles"] = bucket_quantiles(pairs, "toolgate_audit_commit_duration_seconds")
-    stages["usage"] = usage(out, run, gained[("toolgate_request_duration_seconds", route)][1]
-                            if ("toolgate_request_duration_seconds", route) in gained else 0)
+    requests = gained.get(("toolgate_request_duration_seconds", route), (0.0, 0.0))[1]
+    stages["usage"] = usage(out, run, requests)
     return stages
 
 
