@@ -34,8 +34,9 @@
 #   audit writer's mean group and the mean time to write and sync it;
 #   and, from /proc, the gateway process's CPU time (user + system) and
 #   its threads' switches (voluntary: a thread waited; involuntary: it
-#   was preempted) per request: figures the other load on the machine
-#   changes far less than its tail latency.
+#   was preempted) and the bytes it had written to storage (its page
+#   writeback: the audit log's and its index's) per request: figures the
+#   other load on the machine changes far less than its tail latency.
 #
 # The closed-loop runs go once; the fixed-rate runs go in GATEWAY_ROUNDS
 # rounds (each round every workload direct, through the pass-through and

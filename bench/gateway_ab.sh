@@ -16,8 +16,8 @@
 # GATEWAY_DURATION seconds at GATEWAY_RATE requests/s over 64 connections.
 #
 # Prints, per round and as medians, the latency each adds to the direct
-# path at p50 and p99, and each process's CPU time and thread switches per
-# request (from /proc). Environment: GATEWAY_AB_ROUNDS (6),
+# path at p50 and p99, and each process's CPU time, thread switches and
+# bytes written to storage per request (from /proc). Environment: GATEWAY_AB_ROUNDS (6),
 # GATEWAY_AB_AUDIT (tmpfs or disk: where the audit is; tmpfs is
 # GATEWAY_TMPFS, default /dev/shm; disk is GATEWAY_AUDIT_DIR, default the
 # cargo target directory), GATEWAY_AB_ROUTE (chat, messages, or stream:
@@ -144,13 +144,16 @@ for line in open(usage):
     name, before, after = line.rstrip("\n").split("\t")
     a, b = json.loads(before), json.loads(after)
     use[name].append(((b["cpu_ticks"] - a["cpu_ticks"]) / b["ticks_per_second"] * 1e3,
-                      b["voluntary"] - a["voluntary"], b["involuntary"] - a["involuntary"]))
+                      b["voluntary"] - a["voluntary"], b["involuntary"] - a["involuntary"],
+                      (b["write_bytes"] - a["write_bytes"]) / 1024))
 sent = (duration + 1) * rate
-print("per request (medians of the rounds): CPU ms, voluntary and involuntary thread switches")
+print("per request (medians of the rounds): CPU ms, voluntary and involuntary thread switches,"
+      " KiB written to storage")
 for name in names:
     rows = use.get(name)
     if rows:
         print(f"  {name:8} {statistics.median(r[0] for r in rows) / sent:7.3f} ms"
-              f" {statistics.median(r[1] for r in rows) / sent:6.2f} {statistics.median(r[2] for r in rows) / sent:6.2f}")
+              f" {statistics.median(r[1] for r in rows) / sent:6.2f} {statistics.median(r[2] for r in rows) / sent:6.2f}"
+              f" {statistics.median(r[3] for r in rows) / sent:8.1f} KiB")
 PY
 } | tee "$out/table.txt"

@@ -40,8 +40,10 @@ audit:
 POLICY
 }
 
-# A process's CPU time (clock ticks, user + system) and its threads'
-# voluntary and involuntary switches, as one JSON line.
+# A process's CPU time (clock ticks, user + system), its threads'
+# voluntary and involuntary switches, and the bytes it has had written to
+# storage (`write_bytes` of /proc/PID/io: page writeback it caused,
+# nothing on a tmpfs), as one JSON line.
 usage() { # pid
   python3 - "$1" <<'PY'
 import glob, json, os, sys
@@ -58,7 +60,9 @@ for status in glob.glob(f"/proc/{pid}/task/*/status"):
         key, _, value = line.partition(":")
         if key in named:
             switches[named[key]] += int(value)
+io = dict(line.split(": ") for line in open(f"/proc/{pid}/io").read().splitlines())
 print(json.dumps({"cpu_ticks": int(fields[11]) + int(fields[12]),
-                  "ticks_per_second": os.sysconf("SC_CLK_TCK"), **switches}))
+                  "ticks_per_second": os.sysconf("SC_CLK_TCK"),
+                  "write_bytes": int(io["write_bytes"]), **switches}))
 PY
 }

@@ -180,12 +180,15 @@ def inside(out, run, route):
 
 
 def usage(out, run, requests):
-    """The gateway's CPU time (ms) and thread switches per request during
-    a run (all its rounds), from its /proc figures before and after each
-    (None without them); `requests` counted by its request histogram."""
+    """The gateway's CPU time (ms), thread switches and bytes written to
+    storage per request during a run (all its rounds), from its /proc
+    figures before and after each (None without them; no bytes from
+    figures taken before they were); `requests` counted by its request
+    histogram."""
     if requests <= 0:
         return None
     ticks = voluntary = involuntary = 0
+    written = 0
     for name in run_names(run):
         paths = [os.path.join(out, "metrics", f"{name}.usage.{at}") for at in ("before", "after")]
         if not all(os.path.exists(p) for p in paths):
@@ -194,10 +197,15 @@ def usage(out, run, requests):
         ticks += after["cpu_ticks"] - before["cpu_ticks"]
         voluntary += after["voluntary"] - before["voluntary"]
         involuntary += after["involuntary"] - before["involuntary"]
+        if written is not None and "write_bytes" in before and "write_bytes" in after:
+            written += after["write_bytes"] - before["write_bytes"]
+        else:
+            written = None
     return {
         "cpu_ms": ticks / after["ticks_per_second"] * 1e3 / requests,
         "voluntary": voluntary / requests,
         "involuntary": involuntary / requests,
+        "written_kib": None if written is None else written / 1024 / requests,
     }
 
 
@@ -358,6 +366,7 @@ def print_inside(out, through, route, g):
         print(
             f"    per request: {use['cpu_ms']:.3f} ms of CPU (the whole process: its indexer too), "
             f"{use['voluntary']:.2f} voluntary and {use['involuntary']:.2f} involuntary thread switches"
+            + (f", {use['written_kib']:.1f} KiB written to storage" if use.get("written_kib") is not None else "")
         )
     if "audit_commit" in stages:
         bounds = stages.get("audit_commit_quantiles")
