@@ -1,8 +1,10 @@
-//! The audit log's writers: [`WRITERS`] threads, each taking the records
-//! waiting as one group when it is free, appending it (one at a time),
-//! then syncing it while another writer takes the next group. A request
-//! so waits for one `fdatasync` (its group's), not for the rest of the one
-//! before it as well; when syncs are quick, one writer does it all.
+//! The audit log's writer thread (one: [`WRITERS`]) takes the records
+//! waiting as one group when it is free, appends it, then syncs it. A record
+//! that comes while a group is being synced waits for that sync to end,
+//! then goes in the next group with every record that came meanwhile:
+//! one `fdatasync` for them all. (With several writers, each group
+//! appended while another syncs and synced at once, the syncs overlap
+//! and each takes longer: see [`WRITERS`].)
 //!
 //! When the log's syncs take microseconds (a tmpfs, say), a record with
 //! none waiting before it is committed on the request's own thread
@@ -30,8 +32,19 @@ use super::queue::{Queue, Reply, Stopped};
 use super::AuditRecord;
 use crate::metrics::AuditMetrics;
 
-/// Writer threads: groups synced at once, at most.
-const WRITERS: usize = 3;
+/// Writer threads: groups synced at once, at most. One: syncs that
+/// overlap each take longer on a disk (two threads each writing and
+/// syncing 4 KiB in a loop on the 2-core machine's disk: p50 0.158 ms and
+/// p99 0.267 a sync, against 0.105 and 0.159 for one thread alone), and
+/// the records that wait for one sync to end share the next. With the
+/// audit on disk (`bench/gateway_ab.sh`, 8 alternated rounds each, at 1000
+/// requests/s), one writer against three added at p50 +0.360 against
+/// +0.491 ms (chat completions), +0.422 against +0.434 (Anthropic
+/// messages) and +0.489 against +0.503 (chat again), and at p99 +0.678
+/// against +0.855, +0.810 against +0.797 and +0.921 against +0.949;
+/// as fast as answered (64 connections, 3 runs each), 7.7k to 8.4k
+/// requests/s against 7.0k to 8.0k.
+const WRITERS: usize = 1;
 /// A sync at most this long may block the request's own thread: less
 /// than one thread wake-up on a virtual machine, a few times the sync of
 /// a tmpfs, a fraction of any disk's `fdatasync` (0.1 ms and more).

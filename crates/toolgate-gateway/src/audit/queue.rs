@@ -1,7 +1,7 @@
 //! The records waiting for the audit's writers: bounded, taken a group at
 //! a time by whichever writer is free. A record wakes one idle writer and
-//! no other thread: with the log's several writers, a writer that is
-//! syncing its group leaves the next one to a writer that is not.
+//! no other thread: with several writers, a writer that is syncing its
+//! group leaves the next one to a writer that is not.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
