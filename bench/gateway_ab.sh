@@ -17,14 +17,14 @@
 #
 # Prints, per round and as medians, the latency each adds to the direct
 # path at p50 and p99, and each process's CPU time, thread switches and
-# bytes written to storage per request (from /proc). Environment: GATEWAY_AB_ROUNDS (6),
-# GATEWAY_AB_AUDIT (tmpfs or disk: where the audit is; tmpfs is
-# GATEWAY_TMPFS, default /dev/shm; disk is GATEWAY_AUDIT_DIR, default the
-# cargo target directory), GATEWAY_AB_ROUTE (chat, messages, or stream:
-# chat completions streamed by a mock sending one event each
-# GATEWAY_PAUSE_MS (2), compared by the first text byte, at
-# GATEWAY_STREAM_RATE streams/s (500)), GATEWAY_DURATION (10),
-# GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
+# bytes written to storage per request (from /proc). Environment:
+# GATEWAY_AB_ROUNDS (6), GATEWAY_AB_AUDIT (tmpfs or disk: where the
+# audit is; tmpfs is GATEWAY_TMPFS, default /dev/shm; disk is
+# GATEWAY_AUDIT_DIR, default the cargo target directory),
+# GATEWAY_AB_ROUTE (chat, messages, or stream: chat completions streamed
+# by a mock sending one event each GATEWAY_PAUSE_MS (2), compared by the
+# first text byte, at GATEWAY_STREAM_RATE streams/s (500)),
+# GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
 # Writes the JSON lines and logs to bench/results/gateway-ab-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
