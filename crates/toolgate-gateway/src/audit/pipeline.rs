@@ -40,10 +40,11 @@ use crate::metrics::AuditMetrics;
 /// audit on disk (`bench/gateway_ab.sh`, 8 alternated rounds each, at 1000
 /// requests/s), one writer against three added at p50 +0.360 against
 /// +0.491 ms (chat completions), +0.422 against +0.434 (Anthropic
-/// messages) and +0.489 against +0.503 (chat again), and at p99 +0.678
-/// against +0.855, +0.810 against +0.797 and +0.921 against +0.949;
+/// messages), +0.489 against +0.503 (chat again) and +0.623 against
+/// +0.564 (messages again, a noisier hour), the p99s within the noise;
 /// as fast as answered (64 connections, 3 runs each), 7.7k to 8.4k
-/// requests/s against 7.0k to 8.0k.
+/// requests/s against 7.0k to 8.0k. No slower, one thread instead of
+/// three, and more requests a second when the disk is the limit.
 const WRITERS: usize = 1;
 /// A sync at most this long may block the request's own thread: less
 /// than one thread wake-up on a virtual machine, a few times the sync of
