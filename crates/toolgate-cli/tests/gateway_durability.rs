@@ -104,8 +104,8 @@ fn upstream(counter: &AtomicUsize, request: &Bytes) -> Response {
 }
 
 /// The gateway process, killed on drop if the test fails first.
-struct Gateway {
-    child: Child,
+pub(crate) struct Gateway {
+    pub(crate) child: Child,
     addr: String,
 }
 
@@ -116,8 +116,9 @@ impl Drop for Gateway {
     }
 }
 
-/// `toolgate serve` on a free port in front of `upstream`, once it listens.
-fn start_gateway(dir: &Path, upstream: &str) -> Gateway {
+/// `toolgate serve` on a free port in front of `upstream`, with `extra`
+/// arguments, once it listens.
+pub(crate) fn start_gateway(dir: &Path, upstream: &str, extra: &[&str]) -> Gateway {
     let audit = dir.join("audit.db");
     let policy = dir.join("policy.yaml");
     std::fs::write(
@@ -130,6 +131,7 @@ fn start_gateway(dir: &Path, upstream: &str) -> Gateway {
         .arg("--policy")
         .arg(&policy)
         .args(["--listen", "127.0.0.1:0", "--upstream", upstream])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -222,7 +224,7 @@ async fn request(
     Ok(())
 }
 
-fn scratch_dir(name: &str) -> PathBuf {
+pub(crate) fn scratch_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("toolgate-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -260,7 +262,7 @@ async fn killed_under_load(dir: PathBuf, at_once: bool) {
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let mut gateway = start_gateway(&dir, &format!("http://{upstream_addr}"));
+    let mut gateway = start_gateway(&dir, &format!("http://{upstream_addr}"), &[]);
     let url = format!("http://{}/v1/chat/completions", gateway.addr);
     let seen = Arc::new(Seen::default());
     let clients: Vec<_> = (0..CLIENTS)
@@ -333,7 +335,7 @@ async fn killed_under_load(dir: PathBuf, at_once: bool) {
     let indexed_at_kill = audited_keys(&dir).len();
     // Started again, the gateway indexes what the log holds past the
     // index; stopped with SIGTERM, it finishes that before it exits.
-    let restarted = start_gateway(&dir, &format!("http://{upstream_addr}"));
+    let restarted = start_gateway(&dir, &format!("http://{upstream_addr}"), &[]);
     stop(restarted);
     let audited = audited_keys(&dir);
     eprintln!(
@@ -430,7 +432,7 @@ async fn sigterm_finishes_the_requests_in_flight() {
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let gateway = start_gateway(&dir, &format!("http://{upstream_addr}"));
+    let gateway = start_gateway(&dir, &format!("http://{upstream_addr}"), &[]);
     let url = format!("http://{}/v1/chat/completions", gateway.addr);
     let seen = Arc::new(Seen::default());
     let requests: Vec<_> = (0..IN_FLIGHT)

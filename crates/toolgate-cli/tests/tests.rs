@@ -2,6 +2,7 @@
 
 mod docs;
 mod gateway_durability;
+mod gateway_sched;
 mod suite_agent;
 mod suites;
 

@@ -68,6 +68,12 @@ pub(crate) fn spawn(
             if let Err(err) = rustix::process::setpriority_process(Some(me), NICE) {
                 tracing::debug!(error = %err, "cannot lower the audit indexer's priority");
             }
+            // A short slice inherited from the thread that started it
+            // (`toolgate serve --sched-slice`) is for the requests' threads:
+            // the indexer's long transactions take the kernel's default.
+            if let Err(err) = toolgate_sched::set_slice(None) {
+                tracing::debug!(error = %err, "cannot give back the audit indexer's slice");
+            }
             indexer.run();
         })
         .map(drop)
