@@ -35,12 +35,11 @@ pub(crate) struct Args {
 }
 
 /// `--sched-slice` when not given: the shortest slice the kernel grants.
-/// In alternated rounds at 1000 requests/s (`bench/gateway_ab.sh`, medians
-/// of 8 rounds, the gateway's threads given the slice from outside), the
-/// added p99 fell from +0.655 to +0.521 ms (chat completions, audit on
-/// tmpfs), from +0.682 and +0.763 (the same build twice) to +0.536
-/// (Anthropic messages, tmpfs), and from +1.942 and +4.625 to +1.493
-/// (messages, audit on disk, an hour of disk stalls).
+/// In alternated rounds at 1000 chat completions a second
+/// (`bench/gateway_ab.sh`, medians of 8 rounds, the build before run twice
+/// in the same rounds), the added p99 was +0.356 ms against +0.635 and
+/// +0.685 with the audit on tmpfs, and +1.169 against +1.333 and +1.374 on
+/// disk; as fast as answered, the same requests a second.
 const DEFAULT_SLICE_MICROS: u64 = 100;
 
 fn parse_slice(text: &str) -> Result<u64, String> {
@@ -131,4 +130,19 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<bool> {
         eprintln!("toolgate serve: stopped");
         Ok(true)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_slice;
+
+    #[test]
+    fn a_slice_is_zero_or_within_the_kernels_bounds() {
+        assert_eq!(parse_slice("0"), Ok(0));
+        assert_eq!(parse_slice("100"), Ok(100));
+        assert_eq!(parse_slice("100000"), Ok(100_000));
+        for refused in ["1", "99", "100001", "-1", "0.5", "", "1ms"] {
+            assert!(parse_slice(refused).is_err(), "{refused:?}");
+        }
+    }
 }
