@@ -4,7 +4,7 @@
 //! at the default. Read from outside, in `/proc/<pid>/task/*/sched`.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::gateway_durability::{scratch_dir, start_gateway};
 
@@ -48,16 +48,25 @@ fn kernel() -> Option<u64> {
     .unwrap()
 }
 
-fn start(dir: &Path, extra: &[&str]) -> Vec<(String, i64, u64)> {
+/// The threads of a gateway started with `extra`, once its indexer (started
+/// with the audit, before the gateway listens) has set its own nice value
+/// and slice: that happens on the indexer's thread, so it is waited for,
+/// within a bound that is no timing assertion.
+fn start(dir: &Path, extra: &[&str], default: u64) -> Vec<(String, i64, u64)> {
     std::fs::create_dir_all(dir).unwrap();
     let gateway = start_gateway(dir, "http://127.0.0.1:9", extra);
-    // The indexer starts with the audit, before the gateway listens.
-    let threads = threads(gateway.child.id());
-    assert!(
-        threads.iter().any(|(_, nice, _)| *nice == 10),
-        "the indexer: {threads:?}"
-    );
-    threads
+    let patience = Instant::now() + Duration::from_secs(30);
+    loop {
+        let threads = threads(gateway.child.id());
+        let indexer_settled = threads
+            .iter()
+            .any(|(_, nice, slice)| *nice == 10 && *slice == default);
+        if indexer_settled {
+            return threads;
+        }
+        assert!(Instant::now() < patience, "no indexer settled: {threads:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]
@@ -68,7 +77,7 @@ fn the_gateway_threads_ask_for_the_slice_and_the_indexer_does_not() {
     };
     let dir = scratch_dir("sched");
     let asked = u64::try_from(Duration::from_micros(250).as_nanos()).unwrap();
-    let threads = start(&dir.join("a"), &["--sched-slice", "250"]);
+    let threads = start(&dir.join("a"), &["--sched-slice", "250"], default);
     assert!(threads
         .iter()
         .any(|(name, _, _)| name.starts_with("tokio-rt")));
@@ -77,7 +86,7 @@ fn the_gateway_threads_ask_for_the_slice_and_the_indexer_does_not() {
         assert_eq!(*slice, expected, "{name} at nice {nice}: {threads:?}");
     }
 
-    let threads = start(&dir.join("b"), &["--sched-slice", "0"]);
+    let threads = start(&dir.join("b"), &["--sched-slice", "0"], default);
     for (name, nice, slice) in &threads {
         assert_eq!(*slice, default, "{name} at nice {nice}: {threads:?}");
     }
