@@ -46,14 +46,15 @@ fn parse_slice(text: &str) -> Result<u64, String> {
     let micros: u64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of microseconds"))?;
-    let (min, max) = (
-        toolgate_sched::MIN.as_micros(),
-        toolgate_sched::MAX.as_micros(),
-    );
-    if micros == 0 || (u128::from(micros) >= min && u128::from(micros) <= max) {
+    let (min, max) = (toolgate_sched::MIN, toolgate_sched::MAX);
+    if micros == 0 || (min..=max).contains(&std::time::Duration::from_micros(micros)) {
         Ok(micros)
     } else {
-        Err(format!("0 (the kernel's default), or {min} to {max}"))
+        Err(format!(
+            "0 (the kernel's default), or {} to {}",
+            min.as_micros(),
+            max.as_micros()
+        ))
     }
 }
 
