@@ -22,8 +22,10 @@ function is renamed or inlined shows as 0):
   depth     detect::limits::too_deep: the nesting bound's bracket scan
   schema    policy::schema::ArgumentSchema::{passes,passes_tape,failures}:
             jsonschema
-  verdict   Policy::check less the above: names, other checks, the verdict
+  verdict   Policy::check_with less the above: names, other checks, the
+            verdict
   drop      the rest of the loop: dropping the verdict
+Each pipeline's whole is the difference of the program's totals.
 The naive pipeline's: validate (jsonschema's Validator::is_valid,
 inclusive), drop (freeing the values: drop_in_place, free, dealloc, self
 costs) and parse (the rest: the body and the arguments parsed)."""
@@ -53,6 +55,8 @@ def costs(path, inclusive):
         m = LINE.match(line)
         # Inclusive costs: real symbols only (their object file is named);
         # self costs: every line, inlined code counted to its symbol.
+        if "PROGRAM TOTALS" in line:
+            found["PROGRAM TOTALS"] = int(line.split()[0].replace(",", ""))
         if table and m and (not inclusive or m.group(4)):
             found[m.group(3)] = found.get(m.group(3), 0) + int(m.group(1).replace(",", ""))
     return found
@@ -74,8 +78,10 @@ def main():
         t = per_payload(directory, shape, "toolgate", True, payloads)
         n = per_payload(directory, shape, "naive", True, payloads)
         n_self = per_payload(directory, shape, "naive", False, payloads)
-        total = t.get("check_workload::main", 0)
-        check = t.get("toolgate::check::<impl toolgate::policy::Policy>::check", 0)
+        # The whole program's difference: a function's inclusive cost
+        # counts code inlined into it from recursive callers twice.
+        total = t.get("PROGRAM TOTALS", 0)
+        check = t.get("toolgate::check::<impl toolgate::policy::Policy>::check_with", 0)
         detect = (t.get("toolgate::detect::detect_to_judge", 0)
                   or t.get("toolgate::detect::detect_with", 0))
         args = (t.get("toolgate::detect::collect::Collector::arguments", 0)
@@ -85,7 +91,7 @@ def main():
         schema = (t.get("toolgate::policy::schema::ArgumentSchema::passes", 0)
                   + t.get("toolgate::policy::schema::ArgumentSchema::passes_tape", 0)
                   + t.get("toolgate::policy::schema::ArgumentSchema::failures", 0))
-        naive = n.get("check_workload::main", 0)
+        naive = n.get("PROGRAM TOTALS", 0)
         validate = n.get("jsonschema::validator::Validator<F>::is_valid", 0)
         freeing = sum(v for k, v in n_self.items() if "drop_in_place" in k or k in FREEING)
         share = lambda part, whole: f"{100 * part / whole:.0f}%" if whole else "-"

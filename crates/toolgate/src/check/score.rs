@@ -71,6 +71,10 @@ impl Ratio {
 
     /// Rounded half up to two decimals.
     pub(crate) fn rounded(self) -> f64 {
+        if self.num == self.den {
+            // Every call valid, every expectation met: most verdicts.
+            return 1.0;
+        }
         // floor((num * 100 + den / 2) / den), exactly, in integers.
         let hundredths = (self.num * 200 + self.den) / (self.den * 2);
         #[allow(clippy::cast_precision_loss)] // at most 100
@@ -79,7 +83,16 @@ impl Ratio {
     }
 }
 
-fn gcd(mut a: u128, mut b: u128) -> u128 {
+fn gcd(a: u128, b: u128) -> u128 {
+    // In 64 bits while both fit (call counts always do): a 128-bit
+    // remainder is a call into the runtime.
+    if let (Ok(mut a), Ok(mut b)) = (u64::try_from(a), u64::try_from(b)) {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        return u128::from(a);
+    }
+    let (mut a, mut b) = (a, b);
     while b != 0 {
         (a, b) = (b, a % b);
     }
@@ -98,6 +111,20 @@ mod tests {
         assert!((Ratio::new(5, 1000).rounded() - 0.01).abs() < f64::EPSILON);
         assert!((Ratio::new(4, 1000).rounded() - 0.0).abs() < f64::EPSILON);
         assert!((Ratio::ONE.rounded() - 1.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn rounds_past_64_bits_as_within() {
+        // Products of many kinds' denominators leave 64 bits.
+        let big = Ratio {
+            num: (1_u128 << 70) + 1,
+            den: 3 << 70,
+        };
+        assert!((big.rounded() - 0.33).abs() < f64::EPSILON);
+        assert_eq!(gcd(6 << 70, 4 << 70), 2 << 70);
+        assert_eq!(gcd(12, 18), 6);
+        assert_eq!(Ratio::new(7, 7), Ratio::ONE);
+        assert!((Ratio::new(3, 3).rounded() - 1.0).abs() < f64::EPSILON);
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub fn detect_with(bytes: &[u8], limits: &Limits) -> Detection {
 /// `raw_arguments`): every call's `raw_arguments` is left empty, and an
 /// `arguments` string is read onto its tape without being decoded too.
 #[must_use]
+#[inline(never)] // (a stage of its own in bench/callgrind_split.py)
 pub fn detect_to_judge(bytes: &[u8], limits: &Limits) -> Detection {
     let mut out = Collector::new(limits);
     out.raw_arguments = collect::RawArguments::Unwanted;

@@ -269,6 +269,33 @@ impl Tape {
         }
     }
 
+    /// Whether the values at `a` and `b` are one value as JSON Schema
+    /// compares them (`cmp::equal`): numbers by what they are worth, an
+    /// object's members in any order.
+    fn equal(&self, a: u32, b: u32) -> bool {
+        match (&self.slots[a as usize], &self.slots[b as usize]) {
+            (Slot::Null, Slot::Null) => true,
+            (Slot::Bool(x), Slot::Bool(y)) => x == y,
+            (Slot::Number(x), Slot::Number(y)) => cmp::equal_numbers(x, y),
+            (Slot::Text(..), Slot::Text(..)) => self.text(a) == self.text(b),
+            (Slot::Array(x, _), Slot::Array(y, _)) => {
+                x == y
+                    && self
+                        .elements(a)
+                        .zip(self.elements(b))
+                        .all(|(x, y)| self.equal(x, y))
+            }
+            (Slot::Object(x, _), Slot::Object(y, _)) => {
+                x == y
+                    && self.members(a).all(|(key, value)| {
+                        self.get(b, self.text(key))
+                            .is_some_and(|other| self.equal(value, other))
+                    })
+            }
+            _ => false,
+        }
+    }
+
     /// The key and value slots of the object at `at`.
     fn members(&self, at: u32) -> Members<'_> {
         let (len, _) = self.container(at);
@@ -639,8 +666,21 @@ impl Read<'_> {
     }
 
     /// The text's bytes from `start` to the cursor, copied as they are.
+    /// A short run (most keys and values) is copied as a whole chunk of
+    /// [`SHORT`] bytes when the text has them, a copy of fixed length
+    /// rather than a call to copy `len` bytes: the bytes past `len` are
+    /// written over by what comes next, never read.
     fn copy(&mut self, start: usize) {
+        const SHORT: usize = 16;
         let len = self.at - start;
+        if len <= SHORT {
+            if let Some(chunk) = self.cursor.bytes.get(start..start + SHORT) {
+                self.room(SHORT);
+                self.buffers.text[self.written..self.written + SHORT].copy_from_slice(chunk);
+                self.written += len;
+                return;
+            }
+        }
         self.room(len);
         self.buffers.text[self.written..self.written + len]
             .copy_from_slice(&self.cursor.bytes[start..self.cursor.at]);
@@ -750,14 +790,14 @@ impl Read<'_> {
 
 /// Whether no two of `keys` (where each is in `text`) are one key, even to
 /// a reader that ignores case.
-fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
+fn unique_keys(keys: &[(u32, u32)], texts: &[u8]) -> Option<()> {
     if keys.len() < 2 {
         return Some(());
     }
-    let text = |(start, len): (u32, u32)| &text[start as usize..(start + len) as usize];
+    let text = |(start, len): (u32, u32)| &texts[start as usize..(start + len) as usize];
     // ASCII keys without NUL: a reader that ignores case reads two as
     // one exactly when they are equal but for the case of letters.
-    if keys.len() <= 16 && keys.iter().all(|&key| plain_ascii(text(key))) {
+    if keys.len() <= 16 && keys.iter().all(|&key| plain_ascii_in(texts, key)) {
         for (i, &key) in keys.iter().enumerate() {
             let twin = keys[i + 1..]
                 .iter()
@@ -784,23 +824,44 @@ fn unique_keys(keys: &[(u32, u32)], text: &[u8]) -> Option<()> {
     Some(())
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Eight bytes' high bits where a byte is past ASCII, or (borrowed
+/// through) a NUL.
+fn odd(word: u64) -> u64 {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    (word | (word.wrapping_sub(ONES) & !word)) & HIGH
+}
+
+fn word(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().unwrap_or([0; 8]))
+}
+
+/// [`plain_ascii`] of the key `(start, len)` of `texts`: a key shorter
+/// than eight bytes is read as the eight bytes from its start when
+/// `texts` has them, those past it taken as plain, rather than byte by
+/// byte.
+fn plain_ascii_in(texts: &[u8], (start, len): (u32, u32)) -> bool {
+    let (start, len) = (start as usize, len as usize);
+    if len < 8 {
+        if let Some(bytes) = texts.get(start..start + 8) {
+            let mine = (1_u64 << (8 * len)) - 1;
+            return odd((word(bytes) & mine) | (ONES & !mine)) == 0;
+        }
+    }
+    plain_ascii(&texts[start..start + len])
+}
+
 /// Whether `key` is ASCII without NUL, eight bytes at a time.
 fn plain_ascii(key: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A byte's high bit: past ASCII, or (borrowed through) a NUL.
-    let odd = |word: &[u8]| {
-        let word = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        (word | (word.wrapping_sub(ONES) & !word)) & HIGH
-    };
     if key.len() < 8 {
         return key.iter().all(|&b| b != 0 && b < 0x80);
     }
     let mut chunks = key.chunks_exact(8);
-    let mut found = (&mut chunks).fold(0, |found, chunk| found | odd(chunk));
+    let mut found = (&mut chunks).fold(0, |found, chunk| found | odd(word(chunk)));
     if !chunks.remainder().is_empty() {
         // The last eight bytes, over some already seen.
-        found |= odd(&key[key.len() - 8..]);
+        found |= odd(word(&key[key.len() - 8..]));
     }
     found == 0
 }
@@ -1044,13 +1105,45 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
             items: self.0.tape.elements(self.0.at),
         }
     }
+
+    /// Compared on the tape, each item with the ones after it, for as
+    /// many items as the crate compares so itself; a longer array's items
+    /// are built and hashed by the crate.
+    fn is_unique(&self) -> bool {
+        const PAIRWISE: usize = 15;
+        let tape = self.0.tape;
+        let items: smallvec::SmallVec<[u32; PAIRWISE]> = tape.elements(self.0.at).collect();
+        if items.len() > PAIRWISE {
+            let values: Vec<Value> = items.iter().map(|&item| tape.value(item)).collect();
+            return jsonschema::json::unique::is_unique(&values);
+        }
+        items
+            .iter()
+            .enumerate()
+            .all(|(i, &item)| items[i + 1..].iter().all(|&other| !tape.equal(item, other)))
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::plain_ascii;
+    use super::{plain_ascii, plain_ascii_in};
 
     proptest::proptest! {
+        /// A short key read in a word with the bytes around it is told
+        /// as byte by byte, whatever those bytes are.
+        #[test]
+        fn short_keys_among_other_bytes_are_told_as_byte_by_byte(
+            texts in proptest::collection::vec(proptest::prop_oneof![0_u8..3, 0x7e_u8..0x82, proptest::num::u8::ANY], 0..40),
+            start in 0_usize..40,
+            len in 0_usize..12,
+        ) {
+            let start = start.min(texts.len());
+            let len = len.min(texts.len() - start);
+            let key = &texts[start..start + len];
+            let at = (u32::try_from(start).unwrap(), u32::try_from(len).unwrap());
+            proptest::prop_assert_eq!(plain_ascii_in(&texts, at), key.iter().all(|&b| b != 0 && b < 0x80));
+        }
+
         /// Eight bytes at a time, a key is plain ASCII exactly when each
         /// of its bytes is.
         #[test]
