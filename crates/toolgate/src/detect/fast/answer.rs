@@ -67,8 +67,12 @@ use crate::model::{CallKind, Format};
 pub(crate) struct Answer<'a> {
     shape: Shape,
     /// Every call, in order.
-    calls: Vec<Call<'a>>,
+    calls: Calls<'a>,
 }
+
+/// The calls of an answer, in order: most answers make a few, held in
+/// place.
+type Calls<'a> = smallvec::SmallVec<[Call<'a>; 4]>;
 
 #[derive(Debug)]
 enum Shape {
@@ -220,7 +224,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<Answer<'_>> {
     if scan.peek()? != b'{' {
         return None;
     }
-    let mut calls = Vec::new();
+    let mut calls = Calls::new();
     let mut root = Root::default();
     scan.fields_with(&ROOT_KEYS, false, |scan, key| match key {
         // Keys of no table every reader skips.
@@ -261,12 +265,7 @@ pub(super) const PART_KEYS: [&str; 2] = ["text", "thoughtSignature"];
 
 impl<'a> Root<'a> {
     /// A key of the table at an answer's root, its value read.
-    fn field(
-        &mut self,
-        scan: &mut Scan<'a>,
-        field: Field,
-        calls: &mut Vec<Call<'a>>,
-    ) -> Option<()> {
+    fn field(&mut self, scan: &mut Scan<'a>, field: Field, calls: &mut Calls<'a>) -> Option<()> {
         let root = self;
         match field {
             // (`id` is kept raw, `model` only seen: neither is read here.)
@@ -368,7 +367,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A Chat Completions response's `choices`.
-    fn choices(&mut self, calls: &mut Vec<Call<'a>>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
+    fn choices(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Choice; 1]>> {
         let mut choices = smallvec::SmallVec::new();
         self.objects(|scan| {
             let mut choice = Choice::Empty;
@@ -388,7 +387,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A choice's message.
-    fn message(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Choice> {
+    fn message(&mut self, calls: &mut Calls<'a>) -> Option<Choice> {
         if self.peek()? != b'{' {
             return None;
         }
@@ -417,7 +416,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A `tool_calls` element.
-    fn call(&mut self, calls: &mut Vec<Call<'a>>) -> Option<()> {
+    fn call(&mut self, calls: &mut Calls<'a>) -> Option<()> {
         let mut id = None;
         let mut function = None;
         self.fields(|scan, field| match field {
@@ -481,7 +480,7 @@ impl<'a> Scan<'a> {
     /// not, read ahead as the general reader reads it (a reader of its
     /// own, from a nesting of 0 within what is left of the bound), or text
     /// (`None`), or `null` (`None`).
-    fn content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Content> {
+    fn content(&mut self, calls: &mut Calls<'a>) -> Option<Content> {
         match self.peek()? {
             b'n' => return self.null().map(|()| Content::Text),
             b'"' => return self.string().map(|_| Content::Text),
@@ -509,7 +508,7 @@ impl<'a> Scan<'a> {
 
     /// A content block: whether it is a call (a `tool_use` block; a `text`
     /// block is none).
-    fn block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
         self.fields(|scan, field| match field {
             Field::kind => {
@@ -551,10 +550,7 @@ impl<'a> Scan<'a> {
 impl<'a> Scan<'a> {
     /// A Gemini answer's `candidates`: each one's content, read as the
     /// general reader reads it (ahead, a reader of its own).
-    fn candidates(
-        &mut self,
-        calls: &mut Vec<Call<'a>>,
-    ) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
+    fn candidates(&mut self, calls: &mut Calls<'a>) -> Option<smallvec::SmallVec<[Candidate; 1]>> {
         self.few_objects(|scan| {
             let mut content = Candidate::Empty;
             scan.fields_with(&CANDIDATE_KEYS, false, |scan, key| match key {
@@ -593,7 +589,7 @@ impl<'a> Scan<'a> {
     fn wrapped_call(
         &mut self,
         wrapper: Field,
-        calls: &mut Vec<Call<'a>>,
+        calls: &mut Calls<'a>,
         mut read: impl FnMut(&mut Self) -> Option<Call<'a>>,
     ) -> Option<bool> {
         let mut call = None;
@@ -615,7 +611,7 @@ impl<'a> Scan<'a> {
 
     /// A candidate's content: the model's, and whether each of its parts
     /// is a call.
-    fn gemini_content(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Candidate> {
+    fn gemini_content(&mut self, calls: &mut Calls<'a>) -> Option<Candidate> {
         let mut model = false;
         let mut parts = None;
         self.fields(|scan, field| match field {
@@ -633,7 +629,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A part: whether it is a call (a `functionCall`, pushed to `calls`).
-    fn gemini_part(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn gemini_part(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         self.wrapped_call(Field::functionCall, calls, |scan| {
             let (mut id, mut name, mut args) = (None, None, ArgSource::Absent);
             scan.fields(|scan, field| match field {
@@ -663,7 +659,7 @@ impl<'a> Scan<'a> {
     /// A Converse answer's `output`, read ahead as the general reader
     /// reads it: its message, the assistant's, and whether each block of
     /// its `content` is a call.
-    fn converse_output(&mut self, calls: &mut Vec<Call<'a>>) -> Option<Blocks> {
+    fn converse_output(&mut self, calls: &mut Calls<'a>) -> Option<Blocks> {
         let start = self.at;
         let mut ahead = self.ahead_of(start);
         let mut blocks = None;
@@ -694,7 +690,7 @@ impl<'a> Scan<'a> {
 
     /// A Converse content block: whether it is a call (a `toolUse`,
     /// pushed to `calls`).
-    fn converse_block(&mut self, calls: &mut Vec<Call<'a>>) -> Option<bool> {
+    fn converse_block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         self.wrapped_call(Field::toolUse, calls, |scan| {
             let (mut id, mut name, mut input) = (None, None, ArgSource::Absent);
             // (`toolUseId` is a rare key: given twice, the general reader
@@ -730,6 +726,8 @@ impl Answer<'_> {
     ///
     /// [`document::read_root`]: crate::detect::document::read_root
     pub(crate) fn record(self, out: &mut Collector<'_>) {
+        // Room for every call at once, rather than by doubling.
+        out.expect_calls(self.calls.len());
         let mut calls = self.calls.into_iter();
         out.listed = false;
         match self.shape {
