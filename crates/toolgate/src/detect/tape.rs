@@ -271,7 +271,10 @@ impl Tape {
 
     /// Whether the values at `a` and `b` are one value as JSON Schema
     /// compares them (`cmp::equal`): numbers by what they are worth, an
-    /// object's members in any order.
+    /// object's members in any order. Objects whose keys come in the same
+    /// order are compared member by member; others are built and compared
+    /// by the crate, whose maps find each key at once (a walk of one
+    /// object's members for each of the other's would be quadratic).
     fn equal(&self, a: u32, b: u32) -> bool {
         match (&self.slots[a as usize], &self.slots[b as usize]) {
             (Slot::Null, Slot::Null) => true,
@@ -286,11 +289,19 @@ impl Tape {
                         .all(|(x, y)| self.equal(x, y))
             }
             (Slot::Object(x, _), Slot::Object(y, _)) => {
-                x == y
-                    && self.members(a).all(|(key, value)| {
-                        self.get(b, self.text(key))
-                            .is_some_and(|other| self.equal(value, other))
-                    })
+                if x != y {
+                    return false;
+                }
+                let in_order = self
+                    .members(a)
+                    .zip(self.members(b))
+                    .all(|((k, _), (l, _))| self.text(k) == self.text(l));
+                if !in_order {
+                    return cmp::equal(&self.value(a), &self.value(b));
+                }
+                self.members(a)
+                    .zip(self.members(b))
+                    .all(|((_, v), (_, w))| self.equal(v, w))
             }
             _ => false,
         }
