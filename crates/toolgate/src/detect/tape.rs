@@ -292,16 +292,18 @@ impl Tape {
                 if x != y {
                     return false;
                 }
-                let in_order = self
-                    .members(a)
-                    .zip(self.members(b))
-                    .all(|((k, _), (l, _))| self.text(k) == self.text(l));
-                if !in_order {
-                    return cmp::equal(&self.value(a), &self.value(b));
+                // One pass: a key out of order hands both objects to the
+                // crate; a value that differs under the same key (each key
+                // is once in an object) settles it.
+                for ((k, v), (l, w)) in self.members(a).zip(self.members(b)) {
+                    if self.text(k) != self.text(l) {
+                        return cmp::equal(&self.value(a), &self.value(b));
+                    }
+                    if !self.equal(v, w) {
+                        return false;
+                    }
                 }
-                self.members(a)
-                    .zip(self.members(b))
-                    .all(|((_, v), (_, w))| self.equal(v, w))
+                true
             }
             _ => false,
         }
