@@ -14,7 +14,11 @@
 #   client sees at a load the machine carries); through the gateway twice,
 #   with the audit (`audit.sqlite`: its log and its index) on disk (the
 #   default setup) and on tmpfs (to show the cost of the commit's
-#   fdatasync);
+#   fdatasync), and through the pass-through made durable with its
+#   records on disk (`passthrough --sync`: a record of each answer written
+#   and `fdatasync`ed in groups before the answer is released, as the audit
+#   log commits: the floor any proxy that syncs a record per answer pays
+#   on this disk);
 # - chat completions streams from a second mock sending one event each
 #   MOCK_PAUSE_MS: the time to the first text byte and to the last byte,
 #   direct, through the pass-through proxy and through the gateway;
@@ -114,6 +118,9 @@ MOCK_PAUSE_MS="$pause" "$mock" 127.0.0.1:0 2> "$out/mock-stream.log" & pids+=($!
 stream_upstream="$(started "$out/mock-stream.log" $!)"
 "$passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
 pass="$(started "$out/passthrough.log" $!)"
+mkdir -p "$disk/durable"
+"$passthrough" 127.0.0.1:0 "http://$upstream" --sync "$disk/durable" 2> "$out/passthrough-durable.log" & pids+=($!)
+durable="$(started "$out/passthrough-durable.log" $!)"
 "$passthrough" 127.0.0.1:0 "http://$stream_upstream" 2> "$out/passthrough-stream.log" & pids+=($!)
 stream_pass="$(started "$out/passthrough-stream.log" $!)"
 
@@ -232,6 +239,7 @@ through=(disk)
 chat_runs() { # rate [label suffix]
   run "chat direct rate=$1${2:-}" "$upstream" /v1/chat/completions "$chat" "$1"
   run "chat pass rate=$1${2:-}" "$pass" /v1/chat/completions "$chat" "$1"
+  run "chat pass-durable rate=$1${2:-}" "$durable" /v1/chat/completions "$chat" "$1"
   for g in "${through[@]}"; do
     run "chat gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/chat/completions "$chat" "$1"
   done
@@ -245,6 +253,7 @@ messages_runs() { # rate [label suffix]
   local anthropic=(--header 'anthropic-version: 2023-06-01')
   run "messages direct rate=$1${2:-}" "$upstream" /v1/messages "$messages" "$1" "${anthropic[@]}"
   run "messages pass rate=$1${2:-}" "$pass" /v1/messages "$messages" "$1" "${anthropic[@]}"
+  run "messages pass-durable rate=$1${2:-}" "$durable" /v1/messages "$messages" "$1" "${anthropic[@]}"
   for g in "${through[@]}"; do
     run "messages gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/messages "$messages" "$1" "${anthropic[@]}"
   done

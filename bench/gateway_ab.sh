@@ -15,6 +15,12 @@
 # pass-through and every gateway (in an order that turns each round) for
 # GATEWAY_DURATION seconds at GATEWAY_RATE requests/s over 64 connections.
 #
+# With the audit on disk, each round also runs the pass-through made
+# durable (`passthrough --sync`: a record of each answer written and
+# `fdatasync`ed in groups before it is released, in the same directory as
+# the audits): the floor any proxy that syncs a record per answer pays on
+# this disk.
+#
 # Prints, per round and as medians, the latency each adds to the direct
 # path at p50 and p99, and each process's CPU time, thread switches and
 # bytes written to storage per request (from /proc). Environment:
@@ -81,6 +87,14 @@ upstream="$(started "$out/mock.log" $!)"
 "$tools/passthrough" 127.0.0.1:0 "http://$upstream" 2> "$out/passthrough.log" & pids+=($!)
 pass_pid=$!
 pass="$(started "$out/passthrough.log" $!)"
+durable=""
+if [ "$where" = disk ]; then
+  mkdir -p "$root/durable"
+  "$tools/passthrough" 127.0.0.1:0 "http://$upstream" --sync "$root/durable" \
+    2> "$out/passthrough-durable.log" & pids+=($!)
+  durable_pid=$!
+  durable="$(started "$out/passthrough-durable.log" $!)"
+fi
 declare -a gateway_addr gateway_pid
 for i in "${!builds[@]}"; do
   dir="$root/build$i"
@@ -107,6 +121,7 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   run "r$r" direct "$upstream"
   run "r$r" pass "$pass" "$pass_pid"
+  [ -z "$durable" ] || run "r$r" durable "$durable" "$durable_pid"
   for k in $(seq 0 $((n - 1))); do
     j=$(( (k + r) % n ))
     run "r$r" "build$j" "${gateway_addr[$j]}" "${gateway_pid[$j]}"

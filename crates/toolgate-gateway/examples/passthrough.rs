@@ -2,7 +2,7 @@
 //! hop `toolgate serve` puts between a client and its upstream, built on
 //! the same stack (tokio with the same number of worker threads, hyper's
 //! HTTP/1 server with `TCP_NODELAY`, a `reqwest` client with the same pool
-//! settings), and nothing else: no reading of the body past its bytes, no
+//! settings, the same scheduler slice asked for), and nothing else: no reading of the body past its bytes, no
 //! check, no audit. What it adds to the direct path is what any proxy on
 //! this machine adds; what `toolgate serve` adds over it is toolgate's own.
 //!
@@ -16,10 +16,23 @@
 //! `content-type` and its body, whole, or chunk by chunk when it is a
 //! `text/event-stream` (each chunk passed on as it arrives). Any failure
 //! is a 502. `--workers N` sets the runtime's threads (default: half the
-//! cores, at least one, as `toolgate serve`).
+//! cores, at least one, as `toolgate serve`), `--sched-slice MICROS` the
+//! scheduler slice its threads ask for (default 100, as `toolgate serve`;
+//! 0: the kernel's).
+//!
+//! `--sync DIR` makes it a durable pass-through: before a whole answer is
+//! released, a record of it (the request's path, the answer's status and
+//! its first 512 bytes) is written to a file in `DIR` and `fdatasync`ed,
+//! in groups as toolgate's audit log commits (one writer thread; the
+//! records that come while it syncs share the next sync), into a file of
+//! zeros written beforehand (written over, as the log's segments are).
+//! What it adds to the plain pass-through is what any proxy that makes a
+//! record of each answer durable before releasing it pays on this disk.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -32,10 +45,25 @@ type Body = BoxBody<Bytes, std::io::Error>;
 struct Proxy {
     client: reqwest::Client,
     upstream: String,
+    durable: Option<Arc<Durable>>,
 }
 
+/// Where a record's writer says whether it is durable.
+type Reply = tokio::sync::oneshot::Sender<Result<(), String>>;
+
+/// Records waiting for the writer thread, each with where its sync is
+/// answered.
+#[derive(Default)]
+struct Durable {
+    waiting: Mutex<Vec<(Vec<u8>, Reply)>>,
+    ready: Condvar,
+}
+
+/// The file the durable pass-through writes over: 64 MiB of zeros.
+const SYNC_FILE: u64 = 64 << 20;
+
 fn usage(problem: &str) -> ! {
-    eprintln!("passthrough: {problem}\nusage: passthrough LISTEN UPSTREAM_URL [--workers N]");
+    eprintln!("passthrough: {problem}\nusage: passthrough LISTEN UPSTREAM_URL [--workers N] [--sched-slice MICROS] [--sync DIR]");
     std::process::exit(2)
 }
 
@@ -45,8 +73,16 @@ fn main() {
         usage("LISTEN and UPSTREAM_URL are required");
     };
     let mut workers = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+    let mut durable = None;
+    let mut slice = 100;
     while let Some(flag) = given.next() {
         match (flag.as_str(), given.next()) {
+            ("--sched-slice", Some(micros)) => {
+                slice = micros
+                    .parse()
+                    .unwrap_or_else(|_| usage("--sched-slice: microseconds"));
+            }
+            ("--sync", Some(dir)) => durable = Some(start_writer(&dir)),
             ("--workers", Some(n)) => {
                 workers = n
                     .parse()
@@ -55,6 +91,12 @@ fn main() {
                     .unwrap_or_else(|| usage("--workers: a number of threads, at least 1"));
             }
             _ => usage(&format!("unknown flag {flag}")),
+        }
+    }
+    if slice > 0 {
+        // Before the runtime starts: its threads inherit the slice.
+        if let Err(err) = toolgate_sched::set_slice(Some(std::time::Duration::from_micros(slice))) {
+            eprintln!("passthrough: cannot ask for a scheduler slice: {err}");
         }
     }
     let client = reqwest::Client::builder()
@@ -66,6 +108,7 @@ fn main() {
     let proxy = Arc::new(Proxy {
         client,
         upstream: upstream.trim_end_matches('/').to_owned(),
+        durable,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -138,7 +181,14 @@ impl Proxy {
                 .map_err(std::io::Error::other);
             BodyExt::boxed(StreamBody::new(chunks))
         } else {
-            full(answer.bytes().await.map_err(|err| err.to_string())?)
+            let bytes = answer.bytes().await.map_err(|err| err.to_string())?;
+            if let Some(durable) = &self.durable {
+                let mut record = format!("{} {} ", parts.uri.path(), status.as_u16()).into_bytes();
+                record.extend_from_slice(&bytes[..bytes.len().min(512)]);
+                record.push(b'\n');
+                durable.commit(record).await?;
+            }
+            full(bytes)
         };
         let mut response = Response::new(body);
         *response.status_mut() = status;
@@ -148,6 +198,73 @@ impl Proxy {
                 .insert(hyper::header::CONTENT_TYPE, kind);
         }
         Ok(response)
+    }
+}
+
+/// Start the writer thread of `--sync DIR`, over a file of zeros in `DIR`.
+fn start_writer(dir: &str) -> Arc<Durable> {
+    let path = std::path::Path::new(dir).join(format!("passthrough-{}.log", std::process::id()));
+    let file = File::create(&path)
+        .and_then(|file| {
+            let zeros = vec![0u8; 1 << 20];
+            for at in (0..SYNC_FILE).step_by(zeros.len()) {
+                file.write_all_at(&zeros, at)?;
+            }
+            file.sync_all()?;
+            Ok(file)
+        })
+        .unwrap_or_else(|err| usage(&format!("--sync: cannot write {}: {err}", path.display())));
+    let durable = Arc::new(Durable::default());
+    let writer = Arc::clone(&durable);
+    std::thread::spawn(move || writer.write(&file));
+    durable
+}
+
+impl Durable {
+    /// Hand `record` to the writer; answered once it is durable.
+    async fn commit(&self, record: Vec<u8>) -> Result<(), String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.waiting
+            .lock()
+            .map_err(|_| "the writer died".to_owned())?
+            .push((record, reply));
+        self.ready.notify_one();
+        answer.await.map_err(|_| "the writer died".to_owned())?
+    }
+
+    /// The writer thread: every record waiting as one group, written where
+    /// the last ended (from the start again past the file's end), then
+    /// one `fdatasync` for the group.
+    fn write(&self, file: &File) {
+        let mut at = 0u64;
+        let mut group = Vec::new();
+        let mut bytes = Vec::new();
+        loop {
+            {
+                let Ok(waiting) = self.waiting.lock() else {
+                    return;
+                };
+                let Ok(mut waiting) = self.ready.wait_while(waiting, |w| w.is_empty()) else {
+                    return;
+                };
+                std::mem::swap(&mut group, &mut *waiting);
+            }
+            bytes.clear();
+            for (record, _) in &group {
+                bytes.extend_from_slice(record);
+            }
+            if at + bytes.len() as u64 > SYNC_FILE {
+                at = 0;
+            }
+            let outcome = file
+                .write_all_at(&bytes, at)
+                .and_then(|()| file.sync_data())
+                .map_err(|err| format!("durable write: {err}"));
+            at += bytes.len() as u64;
+            for (_, reply) in group.drain(..) {
+                let _ = reply.send(outcome.clone());
+            }
+        }
     }
 }
 
