@@ -59,8 +59,8 @@ struct Durable {
     ready: Condvar,
 }
 
-/// The file the durable pass-through writes over: 64 MiB of zeros.
-const SYNC_FILE: u64 = 64 << 20;
+/// The file the durable pass-through writes over: 32 MiB of zeros.
+const SYNC_FILE: u64 = 32 << 20;
 
 fn usage(problem: &str) -> ! {
     eprintln!("passthrough: {problem}\nusage: passthrough LISTEN UPSTREAM_URL [--workers N] [--sched-slice MICROS] [--sync DIR]");
@@ -204,9 +204,12 @@ impl Proxy {
 /// Start the writer thread of `--sync DIR`, over a file of zeros in `DIR`.
 fn start_writer(dir: &str) -> Arc<Durable> {
     let path = std::path::Path::new(dir).join(format!("passthrough-{}.log", std::process::id()));
+    // Written a page at a time, as the audit log's segments are: a larger
+    // write would put the file in the page cache as large folios, each of
+    // which a record then dirties whole.
     let file = File::create(&path)
         .and_then(|file| {
-            let zeros = vec![0u8; 1 << 20];
+            let zeros = [0u8; 4096];
             for at in (0..SYNC_FILE).step_by(zeros.len()) {
                 file.write_all_at(&zeros, at)?;
             }
