@@ -15,8 +15,8 @@
 # pass-through and every gateway (in an order that turns each round) for
 # GATEWAY_DURATION seconds at GATEWAY_RATE requests/s over 64 connections.
 #
-# With the audit on disk, each round also runs the pass-through made
-# durable (`passthrough --sync`: a record of each answer written and
+# With the audit on disk (whole answers: not streams), each round also
+# runs the pass-through made durable (`passthrough --sync`: a record of each answer written and
 # `fdatasync`ed in groups before it is released, in the same directory as
 # the audits): the floor any proxy that syncs a record per answer pays on
 # this disk.
@@ -88,7 +88,7 @@ upstream="$(started "$out/mock.log" $!)"
 pass_pid=$!
 pass="$(started "$out/passthrough.log" $!)"
 durable=""
-if [ "$where" = disk ]; then
+if [ "$where" = disk ] && [ "$route" != stream ]; then
   mkdir -p "$root/durable"
   "$tools/passthrough" 127.0.0.1:0 "http://$upstream" --sync "$root/durable" \
     2> "$out/passthrough-durable.log" & pids+=($!)
