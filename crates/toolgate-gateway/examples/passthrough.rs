@@ -2,8 +2,8 @@
 //! hop `toolgate serve` puts between a client and its upstream, built on
 //! the same stack (tokio with the same number of worker threads, hyper's
 //! HTTP/1 server with `TCP_NODELAY`, a `reqwest` client with the same pool
-//! settings, the same scheduler slice asked for), and nothing else: no reading of the body past its bytes, no
-//! check, no audit. What it adds to the direct path is what any proxy on
+//! settings, the same scheduler slice asked for), and nothing else: no
+//! reading of the body past its bytes, no check, no audit. What it adds to the direct path is what any proxy on
 //! this machine adds; what `toolgate serve` adds over it is toolgate's own.
 //!
 //! ```sh
@@ -73,7 +73,7 @@ fn main() {
         usage("LISTEN and UPSTREAM_URL are required");
     };
     let mut workers = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
-    let mut durable = None;
+    let mut sync = None;
     let mut slice = 100;
     while let Some(flag) = given.next() {
         match (flag.as_str(), given.next()) {
@@ -82,7 +82,7 @@ fn main() {
                     .parse()
                     .unwrap_or_else(|_| usage("--sched-slice: microseconds"));
             }
-            ("--sync", Some(dir)) => durable = Some(start_writer(&dir)),
+            ("--sync", Some(dir)) => sync = Some(dir),
             ("--workers", Some(n)) => {
                 workers = n
                     .parse()
@@ -94,11 +94,13 @@ fn main() {
         }
     }
     if slice > 0 {
-        // Before the runtime starts: its threads inherit the slice.
+        // Before the writer and the runtime start: their threads inherit
+        // the slice, as `toolgate serve`'s do.
         if let Err(err) = toolgate_sched::set_slice(Some(std::time::Duration::from_micros(slice))) {
             eprintln!("passthrough: cannot ask for a scheduler slice: {err}");
         }
     }
+    let durable = sync.as_deref().map(start_writer);
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
         .tcp_nodelay(true)
