@@ -16,10 +16,10 @@
 # GATEWAY_DURATION seconds at GATEWAY_RATE requests/s over 64 connections.
 #
 # With the audit on disk (whole answers: not streams), each round also
-# runs the pass-through made durable (`passthrough --sync`: a record of each answer written and
-# `fdatasync`ed in groups before it is released, in the same directory as
-# the audits): the floor any proxy that syncs a record per answer pays on
-# this disk.
+# runs the pass-through made durable (`passthrough --sync`: a record of
+# each answer written and `fdatasync`ed in groups before it is released,
+# in the same directory as the audits): the floor any proxy that syncs a
+# record per answer pays on this disk.
 #
 # Prints, per round and as medians, the latency each adds to the direct
 # path at p50 and p99, and each process's CPU time, thread switches and

@@ -487,8 +487,8 @@ def main():
     # The floor of the disk goal: the same proxy syncing a record of each
     # answer before releasing it, on the same disk.
     floors = []
+    at = setup["rate"]
     for path in ("chat", "messages"):
-        at = setup["rate"]
         floor = table.added_p99.get((f"{path} direct rate={at:g}", f"{path} pass-durable rate={at:g}", "latency_ms"))
         if floor is not None:
             floors.append(f"{path} {floor:+.3f}")

@@ -3,8 +3,9 @@
 //! the same stack (tokio with the same number of worker threads, hyper's
 //! HTTP/1 server with `TCP_NODELAY`, a `reqwest` client with the same pool
 //! settings, the same scheduler slice asked for), and nothing else: no
-//! reading of the body past its bytes, no check, no audit. What it adds to the direct path is what any proxy on
-//! this machine adds; what `toolgate serve` adds over it is toolgate's own.
+//! reading of the body past its bytes, no check, no audit. What it adds
+//! to the direct path is what any proxy on this machine adds; what
+//! `toolgate serve` adds over it is toolgate's own.
 //!
 //! ```sh
 //! cargo run --release -p toolgate-gateway --example passthrough -- \
