@@ -158,11 +158,12 @@ impl SqliteIndex {
                     .map_err(fail)?;
                 }
             }
-            tx.execute(
-                "UPDATE audit_log_position SET position = ?1",
-                params![i64::try_from(to).unwrap_or(i64::MAX)],
-            )
-            .map_err(fail)?;
+            // Cached as the inserts are: prepared once, not once a
+            // transaction.
+            tx.prepare_cached("UPDATE audit_log_position SET position = ?1")
+                .map_err(fail)?
+                .execute(params![i64::try_from(to).unwrap_or(i64::MAX)])
+                .map_err(fail)?;
         }
         tx.commit().map_err(fail)
     }
