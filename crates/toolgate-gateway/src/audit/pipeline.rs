@@ -230,7 +230,10 @@ impl Pipeline {
                     self.shared.set_syncs_quick(true);
                 }
             }
-        } else if self.quick.swap(0, Ordering::Relaxed) > 0 {
+        } else {
+            self.quick.store(0, Ordering::Relaxed);
+            // Told at every slow sync, not only the first: a streak that
+            // another thread made meanwhile does not outlive the next.
             self.shared.set_syncs_quick(false);
         }
     }
