@@ -7,10 +7,9 @@
 //! takes the records of [`PAUSE`]. A [`CHECKPOINT_EVERY`] after the last
 //! checkpoint that had records to cover, it syncs the index, then lets go
 //! of the log segments the synced index covers, and makes a spare segment
-//! when the writer will soon need one. When the log's syncs are quick (a
-//! tmpfs), both are longer ([`QUICK_PAUSE`], [`QUICK_CHECKPOINT_EVERY`]).
-//! At startup it begins where the index stopped, so the records a crash
-//! left out of the index are taken first.
+//! when the writer will soon need one. At startup it begins where the
+//! index stopped, so the records a crash left out of the index are taken
+//! first.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,18 +36,6 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 /// short as the checkpoints, which only sync what was committed. A
 /// request waiting for the index ([`Shared::caught_up`]) cuts it short.
 const PAUSE: Duration = Duration::from_millis(20);
-/// [`PAUSE`] and [`CHECKPOINT_EVERY`] when the log's syncs are quick
-/// ([`Shared::syncs_quick`]): the index's writes then hold back no sync
-/// of the log, and a transaction's cost is mostly its own (the pages it
-/// changed written again, however few records changed them), so longer
-/// turns cost less a record. At 1000 chat completions a second with the
-/// audit on tmpfs (`bench/gateway_ab.sh`, 8 alternated rounds), 100 and
-/// 200 ms took the gateway's CPU from 0.206 ms a request (0.205 for a
-/// copy of the same build) to 0.171 (0.167 with no index at all), the
-/// p99 within the noise. On disk they wrote bursts the log's `fdatasync`
-/// waited behind: +1.385 ms added at p99 against +1.172 and +1.054.
-const QUICK_PAUSE: Duration = Duration::from_millis(100);
-const QUICK_CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 /// After a failure, the wait before trying again.
 const RETRY: Duration = Duration::from_millis(500);
 /// Log bytes read at most per transaction.
@@ -112,7 +99,7 @@ impl Indexer {
         loop {
             match self.shared.work(self.position, self.until_checkpoint()) {
                 Work::Records(durable) => match self.take(durable) {
-                    Ok(()) => self.shared.pause(self.pace().0),
+                    Ok(()) => self.shared.pause(PAUSE),
                     Err(err) => {
                         tracing::error!(error = %err, "the audit index cannot take the log's records");
                         self.shared.index_failed(err);
@@ -132,22 +119,12 @@ impl Indexer {
         self.shared.indexer_stopped();
     }
 
-    /// The pause after a transaction and the time between checkpoints:
-    /// longer when the log's syncs are quick.
-    fn pace(&self) -> (Duration, Duration) {
-        if self.shared.syncs_quick() {
-            (QUICK_PAUSE, QUICK_CHECKPOINT_EVERY)
-        } else {
-            (PAUSE, CHECKPOINT_EVERY)
-        }
-    }
-
-    /// How long until the next checkpoint is due: the pace's interval
+    /// How long until the next checkpoint is due: [`CHECKPOINT_EVERY`]
     /// after the last when records were indexed since, else
     /// [`IDLE_CHECK`] after it.
     fn until_checkpoint(&self) -> Duration {
         let every = if self.position > self.checkpointed_at {
-            self.pace().1
+            CHECKPOINT_EVERY
         } else {
             IDLE_CHECK
         };

@@ -216,25 +216,17 @@ impl Pipeline {
     #[cfg(test)]
     pub(crate) fn take_as_quick(&self) {
         self.quick.store(QUICK_STREAK, Ordering::Relaxed);
-        self.shared.set_syncs_quick(true);
     }
 
-    /// Count a sync that took `took` towards (or against) the quick streak;
-    /// the indexer is told when the streak is made or broken.
+    /// Count a sync that took `took` towards (or against) the quick streak.
     fn timed(&self, took: Duration) {
         if took <= QUICK_SYNC {
             let streak = self.quick.load(Ordering::Relaxed);
             if streak < QUICK_STREAK {
                 self.quick.store(streak + 1, Ordering::Relaxed);
-                if streak + 1 == QUICK_STREAK {
-                    self.shared.set_syncs_quick(true);
-                }
             }
         } else {
             self.quick.store(0, Ordering::Relaxed);
-            // Told at every slow sync, not only the first: a streak that
-            // another thread made meanwhile does not outlive the next.
-            self.shared.set_syncs_quick(false);
         }
     }
 
@@ -374,8 +366,7 @@ mod tests {
     /// Once syncs have been quick, a record none waits before is committed
     /// on the caller's thread, answered when every group before it is
     /// durable; a slow sync, a record waiting for the writers or a closed
-    /// queue sends it to the writers instead. The indexer is told when the
-    /// streak is made and when it is broken.
+    /// queue sends it to the writers instead.
     #[test]
     fn a_quick_log_commits_on_the_callers_thread() {
         let dir = tempfile::tempdir().unwrap();
@@ -383,20 +374,12 @@ mod tests {
         let start = pipeline.shared.durable();
         let record = AuditRecord::sample(1, 0);
         assert!(pipeline.at_once(&record).is_none(), "not quick yet");
-        for _ in 1..QUICK_STREAK {
-            pipeline.timed(Duration::from_micros(1));
-        }
-        assert!(
-            !pipeline.shared.syncs_quick(),
-            "one sync short of the streak"
-        );
 
         let quick = |pipeline: &Pipeline| {
             for _ in 0..QUICK_STREAK {
                 pipeline.timed(Duration::from_micros(1));
             }
             assert_eq!(pipeline.quick.load(Ordering::Relaxed), QUICK_STREAK);
-            assert!(pipeline.shared.syncs_quick(), "the indexer is told");
         };
         quick(&pipeline);
         let mut answer = pipeline.at_once(&record).unwrap();
@@ -418,7 +401,6 @@ mod tests {
 
         quick(&pipeline);
         pipeline.timed(QUICK_SYNC + Duration::from_micros(1));
-        assert!(!pipeline.shared.syncs_quick(), "the indexer is told");
         assert!(pipeline.at_once(&record).is_none(), "a slow sync");
 
         quick(&pipeline);

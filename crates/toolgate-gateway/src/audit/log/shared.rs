@@ -3,7 +3,6 @@
 //! far indexed, the spares, and why the index is stuck when it is.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -21,9 +20,6 @@ pub(crate) struct Shared {
     indexer: Condvar,
     /// Those waiting for the index ([`Shared::caught_up`]) wait here.
     changed: Condvar,
-    /// The log's syncs have been quick (the writers' streak, a tmpfs say):
-    /// the index's writes, on the same file system, hold no sync back.
-    quick: AtomicBool,
 }
 
 // Each flag is a separate fact the writer, the indexer and the waiters
@@ -78,18 +74,7 @@ impl Shared {
             state: Mutex::new(state),
             indexer: Condvar::new(),
             changed: Condvar::new(),
-            quick: AtomicBool::new(false),
         }
-    }
-
-    /// Whether the log's syncs have been quick of late.
-    pub(crate) fn syncs_quick(&self) -> bool {
-        self.quick.load(Ordering::Relaxed)
-    }
-
-    /// The log's syncs have been quick of late, or not.
-    pub(crate) fn set_syncs_quick(&self, quick: bool) {
-        self.quick.store(quick, Ordering::Relaxed);
     }
 
     pub(super) fn state(&self) -> MutexGuard<'_, State> {
