@@ -30,7 +30,11 @@
 # GATEWAY_AB_ROUTE (chat, messages, or stream: chat completions streamed
 # by a mock sending one event each GATEWAY_PAUSE_MS (2), compared by the
 # first text byte, at GATEWAY_STREAM_RATE streams/s (500)),
-# GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64).
+# GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64),
+# GATEWAY_AB_AGE (0: seconds each gateway is first sent requests as fast
+# as answered, its index caught up after, so that the builds are compared
+# with the aged index of a gateway that has run a while rather than an
+# empty one: a change to the indexer can measure one way on each).
 # Writes the JSON lines and logs to bench/results/gateway-ab-<time>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +51,7 @@ route="${GATEWAY_AB_ROUTE:-chat}"
 duration="${GATEWAY_DURATION:-10}"
 rate="${GATEWAY_RATE:-1000}"
 connections="${GATEWAY_CONNECTIONS:-64}"
+age="${GATEWAY_AB_AGE:-0}"
 out="bench/results/gateway-ab-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 
@@ -117,6 +122,15 @@ run() { # round name addr [pid]
   [ -z "${4:-}" ] || printf '%s\t%s\t%s\n' "$2" "$before" "$(usage "$4")" >> "$out/usage.txt"
 }
 n=${#builds[@]}
+if [ "$age" != 0 ]; then
+  for i in "${!builds[@]}"; do
+    "$tools/load" --label "age build$i" --url "http://${gateway_addr[$i]}$path" --body "$body" \
+      --connections "$connections" --duration "$age" --threads 1 "${extra[@]}" >> "$out/age.jsonl"
+  done
+  for i in "${!builds[@]}"; do
+    echo "build$i aged: $(settled "${gateway_addr[$i]}")" >&2
+  done
+fi
 for r in $(seq 1 "$rounds"); do
   echo "round $r of $rounds (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   run "r$r" direct "$upstream"
@@ -128,7 +142,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 {
-  echo "gateway builds: ${builds[*]}; audit on $where; $route at $rate requests/s, $duration s runs, $rounds rounds"
+  echo "gateway builds: ${builds[*]}; audit on $where; $route at $rate requests/s, $duration s runs, $rounds rounds$([ "$age" = 0 ] || echo "; each aged $age s as fast as answered first")"
   python3 - "$results" "$out/usage.txt" "$duration" "$rate" "$measure" <<'PY'
 import collections, json, statistics, sys
 results, usage = sys.argv[1], sys.argv[2]

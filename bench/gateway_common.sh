@@ -66,3 +66,22 @@ print(json.dumps({"cpu_ticks": int(fields[11]) + int(fields[12]),
                   "write_bytes": int(io["write_bytes"]), **switches}))
 PY
 }
+
+# Wait until a gateway's audit index has caught up with its log and its
+# checkpoint with the index (at most two minutes), so that a run at a fixed
+# rate is not also paying for the index writes a closed-loop run before it
+# left behind; print the wait.
+settled() { # addr
+  python3 - "http://$1/metrics" <<'PY'
+import re, sys, time, urllib.request
+began = time.monotonic()
+while True:
+    text = urllib.request.urlopen(sys.argv[1]).read().decode()
+    behind = [float(m.group(1)) for m in re.finditer(
+        r"^toolgate_audit_index_(?:lag|unsynced)_bytes\s+(\S+)", text, re.M)]
+    if not any(behind) or time.monotonic() - began > 120:
+        break
+    time.sleep(0.1)
+print(f"{time.monotonic() - began:.1f} s for the audit index to catch up", end="")
+PY
+}
