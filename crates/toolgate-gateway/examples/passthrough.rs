@@ -222,7 +222,11 @@ fn start_writer(dir: &str) -> Arc<Durable> {
         .unwrap_or_else(|err| usage(&format!("--sync: cannot write {}: {err}", path.display())));
     let durable = Arc::new(Durable::default());
     let writer = Arc::clone(&durable);
-    std::thread::spawn(move || writer.write(&file));
+    // Named as the gateway's log writer is, for bench/gateway_sched.sh.
+    std::thread::Builder::new()
+        .name("passthrough-log".into())
+        .spawn(move || writer.write(&file))
+        .unwrap_or_else(|err| usage(&format!("--sync: cannot start the writer: {err}")));
     durable
 }
 

@@ -62,7 +62,9 @@ pub(crate) fn spawn(
         metrics,
     };
     std::thread::Builder::new()
-        .name("toolgate-audit-index".into())
+        // Linux keeps 15 bytes of a thread's name: short enough to tell
+        // the indexer from the log's writers in `top -H` and `perf`.
+        .name("toolgate-index".into())
         .spawn(move || {
             let me = rustix::thread::gettid();
             if let Err(err) = rustix::process::setpriority_process(Some(me), NICE) {

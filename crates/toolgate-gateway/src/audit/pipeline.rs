@@ -69,7 +69,9 @@ pub(crate) fn spawn(
     for n in 0..WRITERS {
         let pipeline = Arc::clone(&pipeline);
         std::thread::Builder::new()
-            .name(format!("toolgate-audit-{n}"))
+            // 15 bytes at most, as Linux keeps them (`toolgate-index`
+            // is the indexer).
+            .name(format!("toolgate-log-{n}"))
             .spawn(move || {
                 let _stopped = Stopped(Arc::clone(&pipeline.queue));
                 while pipeline.turn() {}
