@@ -87,18 +87,10 @@ tmpfs="${GATEWAY_TMPFS-/dev/shm}"
 out="bench/results/gateway-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out" "${GATEWAY_AUDIT_DIR:-$target}"
 
-if [ -n "${GATEWAY_BINARIES:-}" ]; then
-  bin="$GATEWAY_BINARIES/toolgate"
-  mock="$GATEWAY_BINARIES/mock_upstream"
-  passthrough="$GATEWAY_BINARIES/passthrough"
-  load="$GATEWAY_BINARIES/load"
-else
-  cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
-  bin="$target/release/toolgate"
-  mock="$target/release/examples/mock_upstream"
-  passthrough="$target/release/examples/passthrough"
-  load="$target/release/examples/load"
-fi
+binaries "$target"
+mock="$tools/mock_upstream"
+passthrough="$tools/passthrough"
+load="$tools/load"
 
 disk="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-bench.XXXXXX")"
 shm=""

@@ -55,24 +55,8 @@ age="${GATEWAY_AB_AGE:-0}"
 out="bench/results/gateway-ab-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 
-if [ -n "${GATEWAY_BINARIES:-}" ]; then
-  tools="$GATEWAY_BINARIES"
-else
-  cargo build --release -p toolgate-gateway --examples
-  tools="$target/release/examples"
-fi
-case "$where" in
-  tmpfs) root="$(mktemp -d "${GATEWAY_TMPFS:-/dev/shm}/toolgate-gateway-ab.XXXXXX")" ;;
-  disk) mkdir -p "${GATEWAY_AUDIT_DIR:-$target}"
-        root="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-ab.XXXXXX")" ;;
-  *) echo "GATEWAY_AB_AUDIT: tmpfs or disk" >&2; exit 2 ;;
-esac
-stop() {
-  stop_started
-  rm -rf "$root"
-}
-trap stop EXIT
-trap 'exit 130' INT TERM
+binaries "$target"
+audit_root "$where" gateway-ab "$target" GATEWAY_AB_AUDIT
 
 # The route: its path and body, the mock's pause between stream events, and
 # what is compared (the whole answer's latency, or a stream's first text

@@ -9,6 +9,35 @@ stop_started() {
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
 
+# The binaries: `bin` (toolgate) and `tools` (the directory of the examples
+# mock_upstream, passthrough and load), from GATEWAY_BINARIES when set,
+# else built in release into the cargo target directory `target`.
+binaries() { # target
+  if [ -n "${GATEWAY_BINARIES:-}" ]; then
+    bin="$GATEWAY_BINARIES/toolgate"
+    tools="$GATEWAY_BINARIES"
+  else
+    cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
+    bin="$1/release/toolgate"
+    tools="$1/release/examples"
+  fi
+}
+
+# A scratch directory for the audits, set as `root`, on a tmpfs
+# (GATEWAY_TMPFS, default /dev/shm) or on disk (GATEWAY_AUDIT_DIR, default
+# the cargo target directory `target`) as `where` says; when the script
+# exits, the processes it started are stopped and the directory removed.
+audit_root() { # where name target setting
+  case "$1" in
+    tmpfs) root="$(mktemp -d "${GATEWAY_TMPFS:-/dev/shm}/toolgate-$2.XXXXXX")" ;;
+    disk) mkdir -p "${GATEWAY_AUDIT_DIR:-$3}"
+          root="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$3}/$2.XXXXXX")" ;;
+    *) echo "$4: tmpfs or disk" >&2; exit 2 ;;
+  esac
+  trap 'stop_started; rm -rf "$root"' EXIT
+  trap 'exit 130' INT TERM
+}
+
 # Start a server whose stderr names its address; print the address.
 started() { # log pid
   local log="$1" pid="$2" addr=""

@@ -57,26 +57,8 @@ connections="${GATEWAY_CONNECTIONS:-64}"
 out="bench/results/gateway-sched-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 
-if [ -n "${GATEWAY_BINARIES:-}" ]; then
-  bin="$GATEWAY_BINARIES/toolgate"
-  tools="$GATEWAY_BINARIES"
-else
-  cargo build --release -p toolgate-cli -p toolgate-gateway --bins --examples
-  bin="$target/release/toolgate"
-  tools="$target/release/examples"
-fi
-case "$where" in
-  tmpfs) root="$(mktemp -d "${GATEWAY_TMPFS:-/dev/shm}/toolgate-gateway-sched.XXXXXX")" ;;
-  disk) mkdir -p "${GATEWAY_AUDIT_DIR:-$target}"
-        root="$(mktemp -d "${GATEWAY_AUDIT_DIR:-$target}/gateway-sched.XXXXXX")" ;;
-  *) echo "GATEWAY_SCHED_AUDIT: tmpfs or disk" >&2; exit 2 ;;
-esac
-stop() {
-  stop_started
-  rm -rf "$root"
-}
-trap stop EXIT
-trap 'exit 130' INT TERM
+binaries "$target"
+audit_root "$where" gateway-sched "$target" GATEWAY_SCHED_AUDIT
 
 body="$(python3 bench/gateway_bodies.py | sed -n 1p)"
 MOCK_PAUSE_MS=0 "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
