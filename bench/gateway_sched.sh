@@ -80,7 +80,8 @@ for proxy in "${proxies[@]}"; do
   esac
   proxy_pid=$!
   addr="$(started "$out/$proxy.log" $!)"
-  # The load runs 2 s past the trace at each end.
+  # The load (its 1 s warm-up, then seconds + 5) starts 3 s before the
+  # trace and goes on 3 s after it.
   "$tools/load" --label "$proxy" --url "http://$addr/v1/chat/completions" --body "$body" \
     --connections "$connections" --duration "$((seconds + 5))" --rate "$rate" --threads 1 \
     > "$out/$proxy.json" &
