@@ -246,7 +246,18 @@ async fn every_key_is_audited_after_a_kill_with_the_audit_on_tmpfs() {
     let dir = shm.join(format!("toolgate-durability-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    // Memory, not disk: gone when the test ends, passed or failed.
+    let _removed = RemovedOnDrop(dir.clone());
     killed_under_load(dir, true).await;
+}
+
+/// A directory removed when dropped, a panic's unwinding included.
+struct RemovedOnDrop(PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Kill a gateway whose audit is in `dir` under load, start it again and
