@@ -22,8 +22,8 @@
 # - chat completions streams from a second mock sending one event each
 #   MOCK_PAUSE_MS: the time to the first text byte and to the last byte,
 #   direct, through the pass-through proxy and through the gateway;
-# - Anthropic /v1/messages, whole body, direct, through the pass-through
-#   proxy and through the gateway
+# - Anthropic /v1/messages and OpenAI /v1/responses, whole body, direct,
+#   through the pass-through proxies and through the gateway
 #   (audit on disk and on tmpfs, as for chat completions);
 # - the disk's own `fdatasync`, on the filesystem of the on-disk audit,
 #   before the runs and after them: 4 KiB written then `fdatasync`ed, a few
@@ -53,8 +53,8 @@
 # byte) and, at 1000 requests/s, each goal beside its figure, met or
 # missed: with the audit on disk, added p99 at most the disk's own
 # `fdatasync` p99 (into a file written before) plus 0.5 ms; with the audit
-# on tmpfs, at most 0.5 ms; the same for Anthropic messages as for chat
-# completions; the first streamed text byte at most 0.3 ms later at p99.
+# on tmpfs, at most 0.5 ms; the same for Anthropic messages and OpenAI
+# Responses as for chat completions; the first streamed text byte at most 0.3 ms later at p99.
 # Writes it, the JSON lines and the logs to bench/results/gateway-<time>/.
 # The load generator, the mocks and the gateways share the machine's
 # cores: the table says how many, and the load average before each run.
@@ -177,6 +177,7 @@ bodies="$(python3 bench/gateway_bodies.py)"
 chat="$(sed -n 1p <<< "$bodies")"
 chat_stream="$(sed -n 2p <<< "$bodies")"
 messages="$(sed -n 3p <<< "$bodies")"
+responses="$(sed -n 4p <<< "$bodies")"
 
 results="$out/results.jsonl"
 : > "$results"
@@ -232,14 +233,24 @@ messages_runs() { # rate [label suffix]
     run "messages gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/messages "$messages" "$1" "${anthropic[@]}"
   done
 }
+responses_runs() { # rate [label suffix]
+  run "responses direct rate=$1${2:-}" "$upstream" /v1/responses "$responses" "$1"
+  run "responses pass rate=$1${2:-}" "$pass" /v1/responses "$responses" "$1"
+  run "responses pass-durable rate=$1${2:-}" "$durable" /v1/responses "$responses" "$1"
+  for g in "${through[@]}"; do
+    run "responses gateway-$g rate=$1${2:-}" "${gateway_addr[$g]}" /v1/responses "$responses" "$1"
+  done
+}
 chat_runs 0
 stream_runs 0
 messages_runs 0
+responses_runs 0
 for r in $(seq 1 "$rounds"); do
   echo "fixed-rate round $r of $rounds" >&2
   chat_runs "$rate" " round=$r"
   stream_runs "$stream_rate" " round=$r"
   messages_runs "$rate" " round=$r"
+  responses_runs "$rate" " round=$r"
 done
 echo "fdatasync probes after the runs" >&2
 probe "disk after" "$disk"

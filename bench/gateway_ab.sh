@@ -27,9 +27,10 @@
 # GATEWAY_AB_ROUNDS (6), GATEWAY_AB_AUDIT (tmpfs or disk: where the
 # audit is; tmpfs is GATEWAY_TMPFS, default /dev/shm; disk is
 # GATEWAY_AUDIT_DIR, default the cargo target directory),
-# GATEWAY_AB_ROUTE (chat, messages, or stream: chat completions streamed
-# by a mock sending one event each GATEWAY_PAUSE_MS (2), compared by the
-# first text byte, at GATEWAY_STREAM_RATE streams/s (500)),
+# GATEWAY_AB_ROUTE (chat, messages, responses: OpenAI's Responses API,
+# or stream: chat completions streamed by a mock sending one event each
+# GATEWAY_PAUSE_MS (2), compared by the first text byte, at
+# GATEWAY_STREAM_RATE streams/s (500)),
 # GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64),
 # GATEWAY_AB_AGE (0: seconds each gateway is first sent requests as fast
 # as answered, its index caught up after, so that the builds are compared
@@ -66,9 +67,10 @@ case "$route" in
   chat) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 1p)"; extra=() ;;
   messages) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 3p)"
             extra=(--header 'anthropic-version: 2023-06-01') ;;
+  responses) path=/v1/responses; body="$(python3 bench/gateway_bodies.py | sed -n 4p)"; extra=() ;;
   stream) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 2p)"; extra=()
           pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
-  *) echo "GATEWAY_AB_ROUTE: chat, messages or stream" >&2; exit 2 ;;
+  *) echo "GATEWAY_AB_ROUTE: chat, messages, responses or stream" >&2; exit 2 ;;
 esac
 
 MOCK_PAUSE_MS="$pause" "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)

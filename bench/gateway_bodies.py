@@ -1,8 +1,8 @@
 """The request bodies of the gateway benchmarks (bench/gateway.sh,
 bench/gateway_ab.sh), one JSON document a line: a chat completion, the
-same as a stream, and an Anthropic message, each declaring 8 tools with
-JSON Schemas, as agents send them (the gateway merges them with the
-policy's)."""
+same as a stream, an Anthropic message and an OpenAI Responses request,
+each declaring 8 tools with JSON Schemas, as agents send them (the
+gateway merges them with the policy's)."""
 
 import json
 
@@ -28,10 +28,15 @@ def main():
         for i, n in enumerate(names)
     ]
     anthropic = [{"name": n, "description": f"{n} tool", "input_schema": schema(i)} for i, n in enumerate(names)]
+    responses = [
+        {"type": "function", "name": n, "description": f"{n} tool", "parameters": schema(i)}
+        for i, n in enumerate(names)
+    ]
     ask = [{"role": "user", "content": "What is the weather in Paris?"}]
     print(json.dumps({"model": "valid", "messages": ask, "tools": openai}))
     print(json.dumps({"model": "valid", "stream": True, "messages": ask, "tools": openai}))
     print(json.dumps({"model": "valid", "max_tokens": 256, "messages": ask, "tools": anthropic}))
+    print(json.dumps({"model": "valid", "input": ask, "tools": responses}))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ what each round's run added to that round's other run. The goals:
 - audit on disk: added p99 at most the disk's own fdatasync p99 (4 KiB
   written over a file written before, as the audit log writes) plus 0.5 ms;
 - audit on tmpfs: added p99 at most 0.5 ms;
-- both for Anthropic messages as for chat completions;
+- the same for Anthropic messages and OpenAI Responses as for chat
+  completions;
 - streams: the first text byte at most 0.3 ms later at p99.
 
 usage: gateway_table.py OUT_DIR"""
@@ -34,7 +35,7 @@ GOAL_OVER_FDATASYNC_MS = 0.5
 GOAL_TMPFS_P99_MS = 0.5
 GOAL_ADDED_FIRST_TEXT_MS = 0.3
 # The gateway's route label of each workload.
-ROUTES = {"chat": "chat_completions", "messages": "messages"}
+ROUTES = {"chat": "chat_completions", "messages": "messages", "responses": "responses"}
 
 
 def read_lines(path):
@@ -322,6 +323,7 @@ def print_whole(out, runs, table, disk_p99):
     for title, path in (
         ("chat completions, whole body, one tool call", "chat"),
         ("Anthropic messages, whole body, one tool call", "messages"),
+        ("OpenAI Responses, whole body, one tool call", "responses"),
     ):
         for at in rates:
             direct = runs.get(f"{path} direct rate={at:g}")
@@ -463,20 +465,22 @@ def main():
         chat = table.added_p99.get(
             (f"chat direct rate={rate:g}", f"chat gateway-{g} rate={rate:g}", "latency_ms")
         )
-        messages = table.added_p99.get(
-            (f"messages direct rate={rate:g}", f"messages gateway-{g} rate={rate:g}", "latency_ms")
-        )
-        if chat is not None and messages is not None:
-            print(
-                f"          Anthropic messages beside chat completions, audit {g}, {rate:g}/s: "
-                f"added p99 {messages:+.3f} against {chat:+.3f} ms ({messages - chat:+.3f})"
+        for path, what in (("messages", "Anthropic messages"), ("responses", "OpenAI Responses")):
+            other = table.added_p99.get(
+                (f"{path} direct rate={rate:g}", f"{path} gateway-{g} rate={rate:g}", "latency_ms")
             )
+            if chat is not None and other is not None:
+                print(
+                    f"          {what} beside chat completions, audit {g}, {rate:g}/s: "
+                    f"added p99 {other:+.3f} against {chat:+.3f} ms ({other - chat:+.3f})"
+                )
     # The hop alone: what any proxy on this machine's stack adds, and
     # toolgate's share over it, beside each goal's figure.
     hops = []
     for path, at, field, what in (
         ("chat", setup["rate"], "latency_ms", "chat"),
         ("messages", setup["rate"], "latency_ms", "messages"),
+        ("responses", setup["rate"], "latency_ms", "responses"),
         ("stream", setup["stream_rate"], "first_text_ms", "stream first text byte"),
     ):
         hop = table.added_p99.get((f"{path} direct rate={at:g}", f"{path} pass rate={at:g}", field))
@@ -488,7 +492,7 @@ def main():
     # answer before releasing it, on the same disk.
     floors = []
     at = setup["rate"]
-    for path in ("chat", "messages"):
+    for path in ("chat", "messages", "responses"):
         floor = table.added_p99.get((f"{path} direct rate={at:g}", f"{path} pass-durable rate={at:g}", "latency_ms"))
         if floor is not None:
             floors.append(f"{path} {floor:+.3f}")
