@@ -1163,6 +1163,63 @@ async fn an_approval_for_a_released_mcp_request_reaches_the_upstream() {
     assert_eq!(upstream.seen_tagged("approve").len(), 1);
 }
 
+/// The approval requests a stream released are remembered as a whole
+/// answer's are, however its events spell the item's type (here once
+/// with `\u0061` for the first letter of `approval`): the follow-up that
+/// approves one
+/// reaches the upstream, one that approves an id never released does not.
+#[tokio::test]
+async fn an_approval_for_a_request_released_in_a_stream_reaches_the_upstream() {
+    let http = client();
+    let upstream = Upstream::start().await;
+    let gw = gateway(POLICY, &upstream).await;
+    let route = Route::Responses;
+    for (n, escaped) in [false, true].into_iter().enumerate() {
+        let (id, response) = (format!("mcpr_s{n}"), format!("resp_mcp_s{n}"));
+        let item = mcp_approval_request(&id, "lookup_order", r#"{"order_id":"o-7"}"#);
+        let events: Vec<Vec<u8>> = mcp_events(&response, &item)
+            .into_iter()
+            .map(|event| {
+                let text = String::from_utf8(event).unwrap();
+                if escaped {
+                    text.replace("mcp_approval_request", r"mcp_\u0061pproval_request")
+                } else {
+                    text
+                }
+                .into_bytes()
+            })
+            .collect();
+        let first = format!("stream-{n}");
+        upstream.reply_to(&first, Reply::coded(200, SSE, &Coding::NONE, &events));
+        let got = send(&http, &gw, route, &first, route.stream_request(), &[]).await;
+        assert_eq!(got.status, 200, "{}", got.text());
+        assert!(
+            got.text().contains(&id) && !got.text().contains("guardrails_violation"),
+            "the approval request is released in the stream: {}",
+            got.text()
+        );
+        for (tag, approves, reaches) in [
+            (format!("stranger-{n}"), "mcpr_never_released", false),
+            (format!("approve-{n}"), id.as_str(), true),
+        ] {
+            upstream.reply_to(
+                &tag,
+                Reply::coded(200, JSON, &Coding::NONE, &[route.text("Done.")]),
+            );
+            let request = approving(&[approves], Some(&response), false);
+            let got = send(&http, &gw, route, &tag, request, &[]).await;
+            assert_eq!(
+                upstream.seen_tagged(&tag).len(),
+                usize::from(reaches),
+                "approving {approves} after {response} (escaped: {escaped}): status {}, {}",
+                got.status,
+                got.text()
+            );
+            assert_eq!(got.status == 200, reaches, "{}", got.text());
+        }
+    }
+}
+
 // ---------------------------------------------------------------------
 // Streams the gateway cannot read as a stream
 // ---------------------------------------------------------------------

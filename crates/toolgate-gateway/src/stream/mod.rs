@@ -556,13 +556,15 @@ fn judged(
     verdict
 }
 
-/// The approval requests among the held events.
+/// The approval requests among the held events, found before they are
+/// released: an event that spells no approval is not read
+/// ([`crate::follow_up::approval_items`]).
 fn approval_items(held: &[Vec<u8>]) -> ApprovalItems {
     let mut items = ApprovalItems::default();
     for data in held.iter().filter_map(|raw| sse::event_data(raw)) {
-        if let Ok(value) = serde_json::from_slice::<Value>(&data) {
-            items.add(&value, 0);
-        }
+        let found = crate::follow_up::approval_items(&data);
+        items.requests.extend(found.requests);
+        items.responses.extend(found.responses);
     }
     items
 }
