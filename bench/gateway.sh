@@ -54,7 +54,8 @@
 # missed: with the audit on disk, added p99 at most the disk's own
 # `fdatasync` p99 (into a file written before) plus 0.5 ms; with the audit
 # on tmpfs, at most 0.5 ms; the same for Anthropic messages and OpenAI
-# Responses as for chat completions; the first streamed text byte at most 0.3 ms later at p99.
+# Responses as for chat completions; the first streamed text byte at most
+# 0.3 ms later at p99.
 # Writes it, the JSON lines and the logs to bench/results/gateway-<time>/.
 # The load generator, the mocks and the gateways share the machine's
 # cores: the table says how many, and the load average before each run.
