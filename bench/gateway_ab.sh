@@ -30,7 +30,8 @@
 # GATEWAY_AB_ROUTE (chat, messages, responses: OpenAI's Responses API,
 # or stream: chat completions streamed by a mock sending one event each
 # GATEWAY_PAUSE_MS (2), compared by the first text byte, at
-# GATEWAY_STREAM_RATE streams/s (500)),
+# GATEWAY_STREAM_RATE streams/s (500); messages-stream and
+# responses-stream: the same for the other two APIs),
 # GATEWAY_DURATION (10), GATEWAY_RATE (1000), GATEWAY_CONNECTIONS (64),
 # GATEWAY_AB_AGE (0: seconds each gateway is first sent requests as fast
 # as answered, its index caught up after, so that the builds are compared
@@ -70,7 +71,12 @@ case "$route" in
   responses) path=/v1/responses; body="$(python3 bench/gateway_bodies.py | sed -n 4p)"; extra=() ;;
   stream) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 2p)"; extra=()
           pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
-  *) echo "GATEWAY_AB_ROUTE: chat, messages, responses or stream" >&2; exit 2 ;;
+  messages-stream) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 5p)"
+          extra=(--header 'anthropic-version: 2023-06-01')
+          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
+  responses-stream) path=/v1/responses; body="$(python3 bench/gateway_bodies.py | sed -n 6p)"; extra=()
+          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
+  *) echo "GATEWAY_AB_ROUTE: chat, messages, responses, stream, messages-stream or responses-stream" >&2; exit 2 ;;
 esac
 
 MOCK_PAUSE_MS="$pause" "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
@@ -79,7 +85,7 @@ upstream="$(started "$out/mock.log" $!)"
 pass_pid=$!
 pass="$(started "$out/passthrough.log" $!)"
 durable=""
-if [ "$where" = disk ] && [ "$route" != stream ]; then
+if [ "$where" = disk ] && [ "$measure" = latency_ms ]; then
   mkdir -p "$root/durable"
   "$tools/passthrough" 127.0.0.1:0 "http://$upstream" --sync "$root/durable" \
     2> "$out/passthrough-durable.log" & pids+=($!)

@@ -1,8 +1,8 @@
 """The request bodies of the gateway benchmarks (bench/gateway.sh,
 bench/gateway_ab.sh), one JSON document a line: a chat completion, the
 same as a stream, an Anthropic message and an OpenAI Responses request,
-each declaring 8 tools with JSON Schemas, as agents send them (the
-gateway merges them with the policy's)."""
+then those two as streams, each declaring 8 tools with JSON Schemas, as
+agents send them (the gateway merges them with the policy's)."""
 
 import json
 
@@ -37,6 +37,8 @@ def main():
     print(json.dumps({"model": "valid", "stream": True, "messages": ask, "tools": openai}))
     print(json.dumps({"model": "valid", "max_tokens": 256, "messages": ask, "tools": anthropic}))
     print(json.dumps({"model": "valid", "input": ask, "tools": responses}))
+    print(json.dumps({"model": "valid", "stream": True, "max_tokens": 256, "messages": ask, "tools": anthropic}))
+    print(json.dumps({"model": "valid", "stream": True, "input": ask, "tools": responses}))
 
 
 if __name__ == "__main__":
