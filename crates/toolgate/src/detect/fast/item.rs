@@ -1,7 +1,8 @@
 //! An OpenAI Responses stream event read on a short path, its text read
 //! once, straight into what it says ([`Light`]): a call's arguments delta
-//! (most of a stream's events), and the response's own start (the
-//! response so far, the request's tools echoed: most of its bytes).
+//! or a text delta (most of a stream's events), and the response's own
+//! start (the response so far, the request's tools echoed: most of its
+//! bytes).
 //!
 //! As for a Chat chunk ([`chunk`](super::chunk)), the general reading
 //! reads an event into its probe, into the decoder's structs, by census
@@ -20,6 +21,10 @@
 //!          | "response.mcp_call_arguments.delta",
 //!  "item_id": null | a string, "output_index": null | an integer,
 //!  "delta": null | a string, "sequence_number", "obfuscation", "content_index": any}
+//! {"type": "response.output_text.delta",
+//!  "item_id": null | a string, "output_index": null | an integer,
+//!  "delta": null | a string, "logprobs": null | [],
+//!  "sequence_number", "obfuscation", "content_index": any}
 //! {"type": "response.created" | "response.in_progress" | "response.queued",
 //!  "response": {"output": [], "object": a string but "list",
 //!               "id", "model", "status", "tools", "previous_response_id", "conversation": any},
@@ -35,13 +40,14 @@
 use std::borrow::Cow;
 
 use super::{Field, Scan, Take, Value};
-use crate::detect::stream::openai_responses::{is_delta, is_light, Light};
+use crate::detect::stream::openai_responses::{is_delta, is_light, is_text_delta, Light};
 
 /// The keys of no table an event's root may hold: those its probe reads,
 /// and those OpenAI sends beside them.
-pub(super) const ROOT_KEYS: [&str; 5] = [
+pub(super) const ROOT_KEYS: [&str; 6] = [
     "item_id",
     "output_index",
+    "logprobs",
     "sequence_number",
     "obfuscation",
     "content_index",
@@ -57,10 +63,20 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
         return None;
     }
     let (mut kind, mut item_id, mut output_index) = (None, None, None);
-    let (mut delta, mut response) = (None, false);
+    let (mut delta, mut response, mut logprobs) = (None, false, false);
     scan.fields_with(&ROOT_KEYS, true, |scan, key| match key {
         Err(0) => scan.plain_or_null(&mut item_id),
         Err(1) => scan.index_or_null(&mut output_index),
+        // A text delta's: none, or none yet (a list with entries gives
+        // up, whatever they hold).
+        Err(2) => {
+            logprobs = true;
+            if scan.peek()? == b'n' {
+                scan.null()
+            } else {
+                scan.empty_list()
+            }
+        }
         Err(_) => scan.skip(),
         Ok(Field::kind) => {
             kind = Some(scan.plain()?);
@@ -84,7 +100,7 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
         return None;
     }
     let light = if is_delta(kind) {
-        if response {
+        if response || logprobs {
             return None;
         }
         Light::Delta {
@@ -92,8 +108,13 @@ pub(crate) fn read(text: &str, max_depth: usize) -> Option<(&str, Light<'_>)> {
             output_index,
             delta: delta.unwrap_or_default(),
         }
+    } else if is_text_delta(kind) {
+        if response {
+            return None;
+        }
+        Light::Quiet
     } else {
-        if delta.is_some() {
+        if delta.is_some() || logprobs {
             return None;
         }
         Light::Quiet
@@ -129,8 +150,9 @@ mod tests {
 
     /// An event of each type taken here, as the Responses API streams
     /// them; then two left to the general reading.
-    const EVENTS: [&str; 6] = [
+    const EVENTS: [&str; 7] = [
         r#"{"type":"response.function_call_arguments.delta","delta":"{\"location\":\"San Francisco, CA\"}","item_id":"fc_1","obfuscation":"","output_index":1,"sequence_number":5}"#,
+        r#"{"type":"response.output_text.delta","content_index":0,"delta":"I\u2019ll \"check\"","item_id":"msg_1","logprobs":[],"obfuscation":"Rvo","output_index":1,"sequence_number":6}"#,
         r#"{"type":"response.custom_tool_call_input.delta","delta":"print(\"hi\")\n","item_id":"ctc_1","output_index":0,"sequence_number":7}"#,
         r#"{"type":"response.created","response":{"id":"resp_1","object":"response","created_at":1775020884,"status":"in_progress","error":null,"incomplete_details":null,"instructions":null,"model":"gpt-5-nano","output":[],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":"low","summary":null},"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"location":{"type":"string"}}},"strict":true}],"usage":null,"metadata":{}},"sequence_number":0}"#,
         r#"{"type":"response.in_progress","response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"tools":[]},"sequence_number":1}"#,
@@ -141,7 +163,18 @@ mod tests {
     /// What an event becomes when one of the things the short path looks
     /// at is changed.
     fn mutations(event: &str) -> Vec<String> {
-        let swaps: [(&str, &str); 26] = [
+        let swaps: [(&str, &str); 31] = [
+            (r#""logprobs":[]"#, r#""logprobs":null"#),
+            (
+                r#""logprobs":[]"#,
+                r#""logprobs":[{"token":"I","logprob":-0.1}]"#,
+            ),
+            (r#""logprobs":[]"#, r#""logprobs":[ ]"#),
+            (r#""logprobs":[]"#, r#""logprobs":{}"#),
+            (
+                r#""type":"response.output_text.delta""#,
+                r#""type":"response.output_text.delta","response":{"output":[]}"#,
+            ),
             (
                 r#""item_id":"fc_1""#,
                 r#""item_id":"fc_1","item_id":"fc_2""#,
@@ -232,6 +265,7 @@ mod tests {
         let kinds = [
             "response.function_call_arguments.delta",
             "response.custom_tool_call_input.delta",
+            "response.output_text.delta",
             "response.created",
             "response.in_progress",
         ];
@@ -246,7 +280,7 @@ mod tests {
             }
         }
         assert!(events > 20, "{events} events");
-        for event in &EVENTS[..4] {
+        for event in &EVENTS[..5] {
             assert!(read(event, 128).is_some(), "{event}");
         }
     }

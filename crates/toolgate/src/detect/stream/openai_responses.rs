@@ -64,17 +64,25 @@ pub(crate) enum Light<'a> {
         output_index: Option<u64>,
         delta: Cow<'a, str>,
     },
-    /// `response.created`, `.in_progress`, `.queued`: nothing about calls.
+    /// `response.created`, `.in_progress`, `.queued`, and a text delta
+    /// (`response.output_text.delta`): nothing about calls.
     Quiet,
 }
 
 /// Whether events of type `kind` are [`Light`] ones.
 pub(crate) fn is_light(kind: &str) -> bool {
     is_delta(kind)
+        || is_text_delta(kind)
         || matches!(
             kind,
             "response.created" | "response.in_progress" | "response.queued"
         )
+}
+
+/// Whether events of type `kind` carry a delta of the answer's text (most
+/// of a text answer's events), which says nothing about calls.
+pub(crate) fn is_text_delta(kind: &str) -> bool {
+    kind == "response.output_text.delta"
 }
 
 /// Whether events of type `kind` carry a call's arguments delta.
