@@ -19,9 +19,10 @@
 #   and `fdatasync`ed in groups before the answer is released, as the audit
 #   log commits: the floor any proxy that syncs a record per answer pays
 #   on this disk);
-# - chat completions streams from a second mock sending one event each
-#   MOCK_PAUSE_MS: the time to the first text byte and to the last byte,
-#   direct, through the pass-through proxy and through the gateway;
+# - chat completions, Anthropic messages and OpenAI Responses streams
+#   from a second mock sending one event each MOCK_PAUSE_MS: the time to
+#   the first text byte and to the last byte, direct, through the
+#   pass-through proxy and through the gateway;
 # - Anthropic /v1/messages and OpenAI /v1/responses, whole body, direct,
 #   through the pass-through proxies and through the gateway
 #   (audit on disk and on tmpfs, as for chat completions);
@@ -179,6 +180,8 @@ chat="$(sed -n 1p <<< "$bodies")"
 chat_stream="$(sed -n 2p <<< "$bodies")"
 messages="$(sed -n 3p <<< "$bodies")"
 responses="$(sed -n 4p <<< "$bodies")"
+messages_stream="$(sed -n 5p <<< "$bodies")"
+responses_stream="$(sed -n 6p <<< "$bodies")"
 
 results="$out/results.jsonl"
 : > "$results"
@@ -224,6 +227,14 @@ stream_runs() { # rate [label suffix]
   run "stream direct rate=$1${2:-}" "$stream_upstream" /v1/chat/completions "$chat_stream" "$1"
   run "stream pass rate=$1${2:-}" "$stream_pass" /v1/chat/completions "$chat_stream" "$1"
   run "stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$1"
+  local anthropic=(--header 'anthropic-version: 2023-06-01')
+  run "messages-stream direct rate=$1${2:-}" "$stream_upstream" /v1/messages "$messages_stream" "$1" "${anthropic[@]}"
+  run "messages-stream pass rate=$1${2:-}" "$stream_pass" /v1/messages "$messages_stream" "$1" "${anthropic[@]}"
+  run "messages-stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/messages "$messages_stream" "$1" \
+    "${anthropic[@]}"
+  run "responses-stream direct rate=$1${2:-}" "$stream_upstream" /v1/responses "$responses_stream" "$1"
+  run "responses-stream pass rate=$1${2:-}" "$stream_pass" /v1/responses "$responses_stream" "$1"
+  run "responses-stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/responses "$responses_stream" "$1"
 }
 messages_runs() { # rate [label suffix]
   local anthropic=(--header 'anthropic-version: 2023-06-01')
