@@ -259,21 +259,31 @@ pub(crate) struct ApprovalItems {
 /// The approval items of `json` (nothing when it is not JSON).
 pub(crate) fn approval_items(json: &[u8]) -> ApprovalItems {
     let mut items = ApprovalItems::default();
-    // An approval item spells `approval` in its type, or escapes it with
-    // `\u`: a document with neither holds none, and is not read again.
-    // (A vectorized search: every Responses request and answer is looked
-    // through.)
-    let mentions = |needle: &[u8]| memchr::memmem::find(json, needle).is_some();
-    if !mentions(b"approval") && !mentions(b"\\u") {
-        return items;
-    }
-    if let Ok(value) = serde_json::from_slice::<Value>(json) {
-        items.add(&value, 0);
-    }
+    items.add_json(json);
     items
 }
 
+/// Whether `json` may hold an approval item: one spells `approval` in its
+/// type, or escapes it with `\u`; a document with neither holds none, and
+/// need not be read. (A vectorized search: every Responses request,
+/// answer and held stream event is looked through.)
+pub(crate) fn may_hold_approval(json: &[u8]) -> bool {
+    let mentions = |needle: &[u8]| memchr::memmem::find(json, needle).is_some();
+    mentions(b"approval") || mentions(b"\\u")
+}
+
 impl ApprovalItems {
+    /// Add the approval items of the JSON document `json` (none when it
+    /// is not JSON), read only when it may hold one.
+    pub(crate) fn add_json(&mut self, json: &[u8]) {
+        if !may_hold_approval(json) {
+            return;
+        }
+        if let Ok(value) = serde_json::from_slice::<Value>(json) {
+            self.add(&value, 0);
+        }
+    }
+
     /// Add the approval items of `value`.
     pub(crate) fn add(&mut self, value: &Value, depth: usize) {
         if depth > MAX_ITEM_DEPTH {

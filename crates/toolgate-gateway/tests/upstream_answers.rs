@@ -1166,8 +1166,8 @@ async fn an_approval_for_a_released_mcp_request_reaches_the_upstream() {
 /// The approval requests a stream released are remembered as a whole
 /// answer's are, however its events spell the item's type (here once
 /// with `\u0061` for the first letter of `approval`): the follow-up that
-/// approves one
-/// reaches the upstream, one that approves an id never released does not.
+/// approves one reaches the upstream, one that approves an id never
+/// released does not.
 #[tokio::test]
 async fn an_approval_for_a_request_released_in_a_stream_reaches_the_upstream() {
     let http = client();

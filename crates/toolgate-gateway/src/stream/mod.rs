@@ -558,13 +558,11 @@ fn judged(
 
 /// The approval requests among the held events, found before they are
 /// released: an event that spells no approval is not read
-/// ([`crate::follow_up::approval_items`]).
+/// ([`ApprovalItems::add_json`]).
 fn approval_items(held: &[Vec<u8>]) -> ApprovalItems {
     let mut items = ApprovalItems::default();
     for data in held.iter().filter_map(|raw| sse::event_data(raw)) {
-        let found = crate::follow_up::approval_items(&data);
-        items.requests.extend(found.requests);
-        items.responses.extend(found.responses);
+        items.add_json(&data);
     }
     items
 }
@@ -574,6 +572,9 @@ fn approval_items(held: &[Vec<u8>]) -> ApprovalItems {
 fn approval_requests(held: &[Vec<u8>]) -> Vec<Value> {
     let mut items: Vec<Value> = Vec::new();
     for data in held.iter().filter_map(|raw| sse::event_data(raw)) {
+        if !crate::follow_up::may_hold_approval(&data) {
+            continue;
+        }
         let Ok(event) = serde_json::from_slice::<Value>(&data) else {
             continue;
         };
