@@ -182,6 +182,8 @@ messages="$(sed -n 3p <<< "$bodies")"
 responses="$(sed -n 4p <<< "$bodies")"
 messages_stream="$(sed -n 5p <<< "$bodies")"
 responses_stream="$(sed -n 6p <<< "$bodies")"
+# The header every Anthropic request carries.
+anthropic=(--header 'anthropic-version: 2023-06-01')
 
 results="$out/results.jsonl"
 : > "$results"
@@ -227,7 +229,6 @@ stream_runs() { # rate [label suffix]
   run "stream direct rate=$1${2:-}" "$stream_upstream" /v1/chat/completions "$chat_stream" "$1"
   run "stream pass rate=$1${2:-}" "$stream_pass" /v1/chat/completions "$chat_stream" "$1"
   run "stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/chat/completions "$chat_stream" "$1"
-  local anthropic=(--header 'anthropic-version: 2023-06-01')
   run "messages-stream direct rate=$1${2:-}" "$stream_upstream" /v1/messages "$messages_stream" "$1" "${anthropic[@]}"
   run "messages-stream pass rate=$1${2:-}" "$stream_pass" /v1/messages "$messages_stream" "$1" "${anthropic[@]}"
   run "messages-stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/messages "$messages_stream" "$1" \
@@ -237,7 +238,6 @@ stream_runs() { # rate [label suffix]
   run "responses-stream gateway-stream rate=$1${2:-}" "${gateway_addr[stream]}" /v1/responses "$responses_stream" "$1"
 }
 messages_runs() { # rate [label suffix]
-  local anthropic=(--header 'anthropic-version: 2023-06-01')
   run "messages direct rate=$1${2:-}" "$upstream" /v1/messages "$messages" "$1" "${anthropic[@]}"
   run "messages pass rate=$1${2:-}" "$pass" /v1/messages "$messages" "$1" "${anthropic[@]}"
   run "messages pass-durable rate=$1${2:-}" "$durable" /v1/messages "$messages" "$1" "${anthropic[@]}"

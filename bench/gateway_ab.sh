@@ -60,23 +60,26 @@ mkdir -p "$out"
 binaries "$target"
 audit_root "$where" gateway-ab "$target" GATEWAY_AB_AUDIT
 
-# The route: its path and body, the mock's pause between stream events, and
-# what is compared (the whole answer's latency, or a stream's first text
-# byte).
+# The route: its path and body (its line of bench/gateway_bodies.py), the
+# mock's pause between stream events, and what is compared (the whole
+# answer's latency, or a stream's first text byte).
+case "$route" in
+  chat) path=/v1/chat/completions line=1 ;;
+  stream) path=/v1/chat/completions line=2 ;;
+  messages) path=/v1/messages line=3 ;;
+  responses) path=/v1/responses line=4 ;;
+  messages-stream) path=/v1/messages line=5 ;;
+  responses-stream) path=/v1/responses line=6 ;;
+  *) echo "GATEWAY_AB_ROUTE: chat, messages, responses, stream, messages-stream or responses-stream" >&2; exit 2 ;;
+esac
+body="$(python3 bench/gateway_bodies.py | sed -n "${line}p")"
+extra=()
+if [ "$path" = /v1/messages ]; then
+  extra=(--header 'anthropic-version: 2023-06-01')
+fi
 pause=0 measure=latency_ms
 case "$route" in
-  chat) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 1p)"; extra=() ;;
-  messages) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 3p)"
-            extra=(--header 'anthropic-version: 2023-06-01') ;;
-  responses) path=/v1/responses; body="$(python3 bench/gateway_bodies.py | sed -n 4p)"; extra=() ;;
-  stream) path=/v1/chat/completions; body="$(python3 bench/gateway_bodies.py | sed -n 2p)"; extra=()
-          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
-  messages-stream) path=/v1/messages; body="$(python3 bench/gateway_bodies.py | sed -n 5p)"
-          extra=(--header 'anthropic-version: 2023-06-01')
-          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
-  responses-stream) path=/v1/responses; body="$(python3 bench/gateway_bodies.py | sed -n 6p)"; extra=()
-          pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
-  *) echo "GATEWAY_AB_ROUTE: chat, messages, responses, stream, messages-stream or responses-stream" >&2; exit 2 ;;
+  *stream) pause="${GATEWAY_PAUSE_MS:-2}" measure=first_text_ms rate="${GATEWAY_STREAM_RATE:-500}" ;;
 esac
 
 MOCK_PAUSE_MS="$pause" "$tools/mock_upstream" 127.0.0.1:0 2> "$out/mock.log" & pids+=($!)
