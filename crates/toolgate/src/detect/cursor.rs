@@ -52,9 +52,44 @@ impl<'a> Cursor<'a> {
         self.bytes.get(self.at).copied()
     }
 
+    /// Skip whitespace. Compact text has none between tokens: one test.
+    #[inline]
     pub(crate) fn space(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.at += 1;
+        if self.peek().is_some_and(|byte| byte <= b' ') {
+            self.whitespace();
+        }
+    }
+
+    /// Indented text (as the Gemini and OpenAI APIs serve their answers)
+    /// puts a line end and a run of spaces before each member; the run
+    /// after a line end is skipped eight bytes at a time.
+    #[inline(never)]
+    fn whitespace(&mut self) {
+        while let Some(byte) = self.peek() {
+            match byte {
+                b' ' | b'\t' | b'\r' => self.at += 1,
+                b'\n' => {
+                    self.at += 1;
+                    self.indentation();
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// The spaces at the cursor, eight at a time; the last word's leading
+    /// spaces counted from its first byte that is not one.
+    fn indentation(&mut self) {
+        const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
+        while let Some(word) = self.bytes.get(self.at..self.at + 8) {
+            let mut eight = [0; 8];
+            eight.copy_from_slice(word);
+            let other = u64::from_le_bytes(eight) ^ SPACES;
+            if other != 0 {
+                self.at += other.trailing_zeros() as usize / 8;
+                return;
+            }
+            self.at += 8;
         }
     }
 
@@ -162,6 +197,60 @@ where
                 return Some(());
             }
             _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::Cursor;
+
+    /// Where whitespace from `at` ends, a byte at a time.
+    fn after_space(text: &str, at: usize) -> usize {
+        at + text.as_bytes()[at..]
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+            .count()
+    }
+
+    #[test]
+    fn indentation_is_skipped_to_the_first_byte_after_it() {
+        for text in [
+            "",
+            " ",
+            "\n",
+            "\n{",
+            "\n        ",
+            "\n        x",
+            "\n         x",
+            "\n                \"a\"",
+            "\n       \t x",
+            "\n  \n    \r\n      ]",
+            " \n        \n                 1",
+        ] {
+            let mut cursor = Cursor::new(text);
+            cursor.space();
+            assert_eq!(cursor.at, after_space(text, 0), "{text:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn space_stops_where_whitespace_ends(
+            runs in prop::collection::vec(
+                (prop::sample::select(vec![' ', '\n', '\t', '\r', 'x', '"']), 1usize..20),
+                0..8,
+            ),
+            at in 0usize..80,
+        ) {
+            let text: String = runs.iter().flat_map(|&(c, n)| std::iter::repeat_n(c, n)).collect();
+            let at = at.min(text.len());
+            let mut cursor = Cursor::new(&text);
+            cursor.at = at;
+            cursor.space();
+            prop_assert_eq!(cursor.at, after_space(&text, at));
         }
     }
 }
