@@ -10,17 +10,23 @@
 # and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
-# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats (all by default).
+# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats;
+# a whole body's shape in another layout (bench/workload.py --layout):
+# SHAPE-indent (a line a member, two spaces a level), SHAPE-spaced (`, `
+# and `: `). By default all shapes, and openai-indent, responses-indent
+# and gemini-indent: the OpenAI and Gemini APIs serve their answers
+# indented, and a reader that skips whitespace a byte at a time pays for
+# it there.
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
 # 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all),
-# chat-sse, 2,000 (25 KB each, 51 MB), and responses-sse, 2,000 (43 KB
+# chat-sse, 2,000 (25 KB each, 51 MB), responses-sse, 2,000 (43 KB
 # each, 87 MB; the `-sse` shapes' lines are event-stream bodies as JSON
-# strings);
+# strings), and responses-indent, 4,000 (16 KB each, 65 MB);
 # written again when bench/workload.py or bench/shapes/ is newer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats openai-indent responses-indent gemini-indent}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do
@@ -28,10 +34,15 @@ for shape in $shapes; do
   [ "$shape" = large ] && count=2000
   [ "$shape" = chat-sse ] && count=2000
   [ "$shape" = responses-sse ] && count=2000
+  [ "$shape" = responses-indent ] && count=4000
+  layout=compact
+  case "$shape" in
+    *-indent | *-spaced) layout="${shape##*-}" ;;
+  esac
   dir="$TOOLGATE_WORKLOADS/$shape"
   # stats.json is written last: without it, the workload is incomplete.
   if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
-    python3 bench/workload.py "$dir" --shape "$shape" --count "$count"
+    python3 bench/workload.py "$dir" --shape "${shape%-"$layout"}" --count "$count" --layout "$layout"
   fi
   rm -f "$dir/paired.json"
 done

@@ -32,7 +32,7 @@ def paired(directory):
 def main():
     root, workloads, shapes = sys.argv[1], sys.argv[2], sys.argv[3:]
     rows = medians(root, "check/")
-    print(f"{'shape':13} {'payloads':>8} {'calls':>6} {'bytes':>7} {'naive µs':>9} {'toolgate µs':>11} "
+    print(f"{'shape':16} {'payloads':>8} {'calls':>6} {'bytes':>7} {'naive µs':>9} {'toolgate µs':>11} "
           f"{'ratio':>6} {'paired (low-high)':>18}  goal ≥ {GOAL:g}x")
     met = 0
     for shape in shapes:
@@ -41,7 +41,7 @@ def main():
         n = stats["payloads"]
         fns = rows.get(f"check/{shape}", {})
         if "toolgate" not in fns or "naive" not in fns:
-            print(f"{shape:13} {n:8} (no criterion result)")
+            print(f"{shape:16} {n:8} (no criterion result)")
             continue
         toolgate, naive = fns["toolgate"][0] / 1e3, fns["naive"][0] / 1e3
         ratio = naive / toolgate
@@ -49,7 +49,7 @@ def main():
         judged = pairs[0] if pairs else ratio
         met += judged >= GOAL
         pair_text = f"{pairs[0]:.2f} ({pairs[1]:.2f}-{pairs[2]:.2f})" if pairs else "-"
-        print(f"{shape:13} {n:8} {stats['calls'] / n:6.2f} {stats['bytes'] / n:7.0f} {naive:9.2f} "
+        print(f"{shape:16} {n:8} {stats['calls'] / n:6.2f} {stats['bytes'] / n:7.0f} {naive:9.2f} "
               f"{toolgate:11.2f} {ratio:6.2f} {pair_text:>18}  {'met' if judged >= GOAL else 'missed'}")
     print(f"goal met on {met} of {len(shapes)} shapes (one run: criterion medians, µs of CPU time a "
           "payload; ratios naive / toolgate)")

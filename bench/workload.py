@@ -2,7 +2,7 @@
 """A deterministic check workload of one shape: responses calling the
 shape's tools, about a fifth of them with exactly one defect.
 
-usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S]
+usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S] [--layout LAYOUT]
 
 Shapes (bench/shapes/):
   openai     OpenAI Chat Completions responses, 12 tools with nested
@@ -43,9 +43,16 @@ Shapes (bench/shapes/):
              `unevaluatedProperties: false`, nested several levels
   formats    arguments dense with email, date-time, date, uri, uuid, ipv4
 
+Layouts (whole bodies; the same calls, defects and arguments strings):
+  compact    no whitespace between tokens (the default)
+  spaced     Python's default separators, `, ` and `: `
+  indent     two spaces a level, a line a member, as the OpenAI (Chat
+             Completions, Responses) and Gemini APIs serve their answers;
+             each body is written as a JSON string (it spans lines)
+
 Writes into OUT_DIR:
   policy.yaml     the shape's tools (OpenAI or Anthropic `tools` shape)
-  payloads.jsonl  one response a line
+  payloads.jsonl  one response a line (a JSON string when it spans lines)
   defects.jsonl   one line per payload, same order: {"payload", "kind",
                   "code", "call", "tool", "path"}; kind "clean" and code
                   null for a payload that must pass, else the one violation
@@ -57,7 +64,7 @@ and prints the same statistics to stderr. Same shape and seed, same bytes."""
 import argparse
 
 from shapes import SHAPES
-from shapes.common import generate
+from shapes.common import LAYOUTS, generate
 
 
 def main():
@@ -66,8 +73,12 @@ def main():
     ap.add_argument("--shape", choices=list(SHAPES), default="openai")
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=20260101)
+    ap.add_argument("--layout", choices=LAYOUTS, default="compact")
     opts = ap.parse_args()
-    generate(SHAPES[opts.shape](), opts.out_dir, opts.count, opts.seed)
+    shape = SHAPES[opts.shape]()
+    if opts.layout != "compact" and shape.wire.endswith(("_sse", "_stream")):
+        ap.error(f"--layout {opts.layout}: {opts.shape} is a stream, sent as its events are")
+    generate(shape, opts.out_dir, opts.count, opts.seed, opts.layout)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,47 @@ def compact(value):
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+LAYOUTS = ("compact", "spaced", "indent")
+
+
+def lay_out(body, layout):
+    """`body` (compact JSON) laid out as `layout`: "compact" as it is,
+    "spaced" with Python's default separators (`, ` and `: `), "indent" two
+    spaces a level with a line a member (as the OpenAI and Gemini APIs
+    serve their answers). Only whitespace between tokens changes: every
+    string (an `arguments` string too) and every key, twice or not, stays
+    byte for byte as it was."""
+    if layout == "compact":
+        return body
+    out, depth, i, n = [], 0, 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == '"':
+            j = i + 1
+            while body[j] != '"':
+                j += 2 if body[j] == "\\" else 1
+            out.append(body[i:j + 1])
+            i = j + 1
+            continue
+        if layout == "spaced":
+            out.append(", " if c == "," else ": " if c == ":" else c)
+        elif c in "{[" and i + 1 < n and body[i + 1] in "}]":
+            out.append(body[i:i + 2])  # empty, as json.dumps writes it
+            i += 1
+        elif c in "{[":
+            depth += 1
+            out.append(c + "\n" + "  " * depth)
+        elif c in "}]":
+            depth -= 1
+            out.append("\n" + "  " * depth + c)
+        elif c == ",":
+            out.append(",\n" + "  " * depth)
+        else:
+            out.append(": " if c == ":" else c)
+        i += 1
+    return "".join(out)
+
+
 def obj(properties, required=(), closed=False, **extra):
     schema = {"type": "object", "properties": properties}
     if required:
@@ -763,8 +804,13 @@ class Shape:
         return head + "validate_formats: true\ntools:\n" + yaml(tools, 2) + "\n"
 
 
-def generate(shape, out_dir, count, seed):
-    """Write the workload of `shape` into `out_dir`; stats.json last."""
+def generate(shape, out_dir, count, seed, layout="compact"):
+    """Write the workload of `shape` into `out_dir`, its bodies laid out
+    as `layout` (whole bodies only; a body over several lines is written
+    as a JSON string); stats.json last."""
+    streamed = shape.wire.endswith(("_sse", "_stream"))
+    if layout != "compact" and streamed:
+        raise ValueError(f"{shape.name}: a stream's events are laid out as the stream sends them")
     rng = random.Random(seed)
     extra = random.Random(seed + 1)
     v = Values(rng)
@@ -779,21 +825,26 @@ def generate(shape, out_dir, count, seed):
         for i in range(count):
             defect = kinds[rng.randrange(len(kinds))] if rng.random() < 0.2 else None
             line, calls, record = shape.payload(i, v, defect, extra)
+            if layout != "compact":
+                body = lay_out(line, layout)
+                line = json.dumps(body, ensure_ascii=False) if "\n" in body else body
             out.write(line + "\n")
             bad.write(compact({"payload": i, **(record or {"kind": "clean", "code": None})}) + "\n")
             n_calls += calls
-            n_bytes += shape.body_bytes(line)
+            n_bytes += len(body.encode()) if layout != "compact" else shape.body_bytes(line)
             if defect:
                 per_kind[defect] += 1
     defective = sum(per_kind.values())
     stats = {"payloads": count, "calls": n_calls, "bytes": n_bytes, "defective": defective,
              "per_kind": per_kind, "seed": seed}
-    if shape.name != "openai":  # the first shape's stats are as they always were
+    if shape.name != "openai" or layout != "compact":  # the first shape's stats are as they were
         stats["shape"] = shape.name
+    if layout != "compact":
+        stats["layout"] = layout
     with open(os.path.join(out_dir, "stats.json"), "w", encoding="utf-8") as f:
         json.dump(stats, f, indent=1)
     n = max(count, 1)
-    print(f"{count} {shape.name} payloads in {out_dir}: {n_bytes / n:.0f} bytes and "
+    print(f"{count} {shape.name} payloads ({layout}) in {out_dir}: {n_bytes / n:.0f} bytes and "
           f"{n_calls / n:.2f} calls on average; {defective} defective ({defective / n:.1%})",
           file=sys.stderr)
     for kind, number in per_kind.items():

@@ -17,6 +17,12 @@
 //! fails the bench. `TOOLGATE_BLESS_VERDICTS=1` records this run's
 //! digests instead.
 //!
+//! A whole body's shape may also be named with a layout after it
+//! (`gemini-indent`, `openai-spaced`: `bench/workload.py --layout`), the
+//! same calls laid out another way; its verdicts are recorded under that
+//! name (they differ from the compact ones only where a message gives a
+//! line and column).
+//!
 //! Workloads are read from `$TOOLGATE_WORKLOADS/<shape>` (else
 //! `target/workloads/<shape>`), the shapes from `$TOOLGATE_SHAPES` (a
 //! comma-separated list; all by default). `bench/check.sh` writes the
@@ -98,6 +104,24 @@ const SHAPES: [&str; 15] = [
     "formats",
 ];
 
+/// The layouts a whole body may also be sent in (`bench/workload.py
+/// --layout`), named after its shape's: `gemini-indent`.
+const LAYOUTS: [&str; 2] = ["spaced", "indent"];
+
+/// Whether `name` is a shape, or a whole-body shape in another layout.
+fn known(name: &str) -> bool {
+    SHAPES.contains(&name)
+        || LAYOUTS.iter().any(|layout| {
+            name.strip_suffix(layout)
+                .and_then(|shape| shape.strip_suffix('-'))
+                .is_some_and(|shape| {
+                    SHAPES.contains(&shape)
+                        && !shape.ends_with("-sse")
+                        && !shape.ends_with("-stream")
+                })
+        })
+}
+
 /// Where `bench/verdicts.json` is.
 fn verdicts_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bench/verdicts.json")
@@ -116,9 +140,11 @@ fn shapes() -> Vec<String> {
         .collect();
     for shape in &chosen {
         assert!(
-            SHAPES.contains(&shape.as_str()),
-            "TOOLGATE_SHAPES: unknown shape `{shape}`; the shapes are {}",
-            SHAPES.join(", ")
+            known(shape),
+            "TOOLGATE_SHAPES: unknown shape `{shape}`; the shapes are {}, and a whole body's \
+             with -{} after it",
+            SHAPES.join(", "),
+            LAYOUTS.join(" or -")
         );
     }
     chosen
@@ -149,7 +175,7 @@ fn agree(workload: &Workload, naive: &Naive) -> Vec<u8> {
         verdicts.push(b'\n');
         let codes: Vec<&str> = verdict.violations.iter().map(|v| v.code.as_str()).collect();
         let wanted: Vec<&str> = defect["code"].as_str().into_iter().collect();
-        let shape = &workload.shape;
+        let shape = workload.name();
         assert_eq!(codes, wanted, "{shape} payload {i}: {}", verdict.reasoning);
         if let [found] = verdict.violations.as_slice() {
             let call = defect["call"]
@@ -171,7 +197,7 @@ fn agree(workload: &Workload, naive: &Naive) -> Vec<u8> {
     eprintln!(
         "check/{}: toolgate flags exactly the {defective} defective payloads of {}; \
          the naive pipeline misses {naive_missed} of them",
-        workload.shape,
+        workload.name(),
         workload.payloads.len()
     );
     verdicts
@@ -210,12 +236,21 @@ fn same_verdicts(workload: &Workload, verdicts: &[u8]) {
         .ok()
         .map(|text| serde_json::from_slice(&text).expect("bench/verdicts.json is JSON"))
         .unwrap_or_default();
-    let shape = workload.shape.as_str();
+    let name = workload.name();
+    let shape = name.as_str();
     if std::env::var_os("TOOLGATE_BLESS_VERDICTS").is_some_and(|v| v == "1") {
         recorded.insert(shape.to_owned(), record);
+        // Each shape, then its other layouts.
         let ordered: Map<String, Value> = SHAPES
             .iter()
-            .filter_map(|s| Some(((*s).to_owned(), recorded.get(*s)?.clone())))
+            .flat_map(|s| {
+                std::iter::once((*s).to_owned())
+                    .chain(LAYOUTS.iter().map(move |layout| format!("{s}-{layout}")))
+            })
+            .filter_map(|s| {
+                let record = recorded.get(&s)?.clone();
+                Some((s, record))
+            })
             .collect();
         let text = serde_json::to_string_pretty(&ordered).expect("JSON") + "\n";
         std::fs::write(&file, text).expect("write bench/verdicts.json");
@@ -258,9 +293,9 @@ fn bench_shape(c: &mut Criterion<CpuTime>, shape: &str) {
     let dir = workload_dir(shape);
     let workload = Workload::from_dir(&dir);
     assert_eq!(
-        workload.shape,
+        workload.name(),
         shape,
-        "{}: a workload of another shape",
+        "{}: a workload of another shape or layout",
         dir.display()
     );
     let naive = naive_validators(&workload);
@@ -278,7 +313,7 @@ fn bench_shape(c: &mut Criterion<CpuTime>, shape: &str) {
             black_box(naive_check(&naive, black_box(body)));
         }
     };
-    let mut group = c.benchmark_group(format!("check/{}", workload.shape));
+    let mut group = c.benchmark_group(format!("check/{}", workload.name()));
     group.throughput(Throughput::ElementsAndBytes {
         elements: workload.payloads.len() as u64,
         bytes: workload.bytes(),

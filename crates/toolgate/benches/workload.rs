@@ -21,6 +21,9 @@ pub(crate) struct Workload {
     /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`,
     /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep` or `formats`.
     pub(crate) shape: String,
+    /// How its bodies are laid out (`bench/workload.py --layout`):
+    /// `compact`, `spaced` or `indent`.
+    pub(crate) layout: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
     /// Per payload, the violation code it must fail with; `None`: it passes.
@@ -43,11 +46,13 @@ impl Workload {
         // The first shape's stats.json names none.
         let stats: Value = serde_json::from_slice(&read(dir, "stats.json")).expect("stats.json");
         let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
+        let layout = stats["layout"].as_str().unwrap_or("compact").to_owned();
         let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
             .map(|line| {
-                if shape.ends_with("-sse") || shape.ends_with("-stream") {
+                if shape.ends_with("-sse") || shape.ends_with("-stream") || layout == "indent" {
                     // An event stream's body (or a stream's JSON lines),
-                    // its line ends and all, as a JSON string.
+                    // or a body laid out over lines, its line ends and
+                    // all, as a JSON string.
                     let body: String = serde_json::from_slice(line).expect("a JSON string");
                     body.into_bytes()
                 } else {
@@ -70,6 +75,7 @@ impl Workload {
         Workload {
             dir: dir.to_path_buf(),
             shape,
+            layout,
             policy,
             payloads,
             expected,
@@ -94,6 +100,17 @@ impl Workload {
                 (name, schema.clone())
             })
             .collect()
+    }
+
+    /// The name the bench knows it by: its shape, and its layout after a
+    /// dash but for `compact` (`gemini-indent`).
+    #[allow(dead_code)] // the bench's, not the example's
+    pub(crate) fn name(&self) -> String {
+        if self.layout == "compact" {
+            self.shape.clone()
+        } else {
+            format!("{}-{}", self.shape, self.layout)
+        }
     }
 
     pub(crate) fn bytes(&self) -> u64 {
