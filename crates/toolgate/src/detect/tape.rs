@@ -1139,9 +1139,27 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_ascii, plain_ascii_in};
+    use super::{plain_ascii, plain_ascii_in, unique_keys};
 
     proptest::proptest! {
+        /// Keys are one key exactly when a reader that ignores case reads
+        /// two as one, few keys or many (past sixteen, another way).
+        #[test]
+        fn keys_are_twins_exactly_when_equal_but_for_case(
+            keys in proptest::collection::vec("[aAbB_@`]{0,4}", 0..18),
+        ) {
+            let mut texts = Vec::new();
+            let mut at = Vec::new();
+            for key in &keys {
+                at.push((u32::try_from(texts.len()).unwrap(), u32::try_from(key.len()).unwrap()));
+                texts.extend_from_slice(key.as_bytes());
+            }
+            let twins = keys.iter().enumerate().any(|(i, key)| {
+                keys[i + 1..].iter().any(|other| other.eq_ignore_ascii_case(key))
+            });
+            proptest::prop_assert_eq!(unique_keys(&at, &texts).is_none(), twins);
+        }
+
         /// A short key read in a word with the bytes around it is told
         /// as byte by byte, whatever those bytes are.
         #[test]
