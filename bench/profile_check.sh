@@ -4,7 +4,9 @@
 # holds): callgrind over examples/check_workload, on smaller workloads than
 # bench/check.sh's (2,000 payloads, 400 for large; same seed).
 #
-# usage: bash bench/profile_check.sh [SHAPE...]   (all shapes by default)
+# usage: bash bench/profile_check.sh [SHAPE...]   (all shapes by default;
+# a whole body's shape in another layout as bench/check.sh names it:
+# gemini-indent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
@@ -18,7 +20,11 @@ for shape in $shapes; do
   [ "$shape" = large ] && count=400
   [ "$shape" = chat-sse ] && count=400
   [ "$shape" = responses-sse ] && count=400
-  python3 bench/workload.py "$out/$shape" --shape "$shape" --count "$count" 2>/dev/null
+  layout=compact
+  case "$shape" in
+    *-indent | *-spaced) layout="${shape##*-}" ;;
+  esac
+  python3 bench/workload.py "$out/$shape" --shape "${shape%-"$layout"}" --count "$count" --layout "$layout" 2>/dev/null
   # One pass and two: the difference is one pass in the steady state (the
   # first compiles what is compiled on first use, as a schema's validator
   # for serde_json values).
