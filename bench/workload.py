@@ -52,7 +52,7 @@ Layouts (whole bodies; the same calls, defects and arguments strings):
 
 Writes into OUT_DIR:
   policy.yaml     the shape's tools (OpenAI or Anthropic `tools` shape)
-  payloads.jsonl  one response a line (a JSON string when it spans lines)
+  payloads.jsonl  one response a line (in the indent layout, as a JSON string)
   defects.jsonl   one line per payload, same order: {"payload", "kind",
                   "code", "call", "tool", "path"}; kind "clean" and code
                   null for a payload that must pass, else the one violation

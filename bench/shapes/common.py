@@ -806,8 +806,9 @@ class Shape:
 
 def generate(shape, out_dir, count, seed, layout="compact"):
     """Write the workload of `shape` into `out_dir`, its bodies laid out
-    as `layout` (whole bodies only; a body over several lines is written
-    as a JSON string); stats.json last."""
+    as `layout` (whole bodies only; an indented body, which spans lines,
+    is written as a JSON string, as the check bench reads it); stats.json
+    last."""
     streamed = shape.wire.endswith(("_sse", "_stream"))
     if layout != "compact" and streamed:
         raise ValueError(f"{shape.name}: a stream's events are laid out as the stream sends them")
@@ -827,7 +828,7 @@ def generate(shape, out_dir, count, seed, layout="compact"):
             line, calls, record = shape.payload(i, v, defect, extra)
             if layout != "compact":
                 body = lay_out(line, layout)
-                line = json.dumps(body, ensure_ascii=False) if "\n" in body else body
+                line = json.dumps(body, ensure_ascii=False) if layout == "indent" else body
             out.write(line + "\n")
             bad.write(compact({"payload": i, **(record or {"kind": "clean", "code": None})}) + "\n")
             n_calls += calls
