@@ -243,6 +243,11 @@ fn look_up(key: &str) -> Key {
     if let Some(field) = field(key) {
         return Key::Field(field);
     }
+    // Most others are keys every answer, request or event of some API
+    // holds beside what is read: known as written, with no search.
+    if is_common(key) {
+        return Key::Other;
+    }
     match spelled(key.as_bytes()) {
         Some(known) if known != key => Key::Variant,
         Some(_) => crate::detect::positions::rare_row(key).map_or(Key::Other, Key::Rare),
@@ -250,6 +255,86 @@ fn look_up(key: &str) -> Key {
         None => Key::Other,
     }
 }
+
+/// Keys of no table that the APIs' answers, requests and events hold
+/// most often (the usage, the finish, the sampling settings, a stream's
+/// positions, a schema's keywords), each spelled as the APIs spell it:
+/// what [`look_up`] would find after its search ([`Key::Other`]: no rare
+/// key, no other spelling of a key toolgate reads, as a test asserts),
+/// found by one `match` (a test of the length and a comparison or two). An
+/// OpenAI answer holds six (`service_tier`, `index`, `logprobs`,
+/// `finish_reason`, `refusal`, `annotations`).
+macro_rules! common_keys {
+    ($($key:literal),* $(,)?) => {
+        /// The keys [`is_common`] knows.
+        #[cfg(test)]
+        const COMMON: &[&str] = &[$($key),*];
+
+        fn is_common(key: &str) -> bool {
+            matches!(key, $($key)|*)
+        }
+    };
+}
+
+common_keys![
+    "additionalProperties",
+    "annotations",
+    "audio_tokens",
+    "avgLogprobs",
+    "cached_tokens",
+    "candidatesTokenCount",
+    "completion_tokens",
+    "completion_tokens_details",
+    "contentBlockIndex",
+    "createTime",
+    "created",
+    "created_at",
+    "description",
+    "finishReason",
+    "finish_reason",
+    "index",
+    "input_tokens",
+    "inputTokens",
+    "instructions",
+    "item_id",
+    "latencyMs",
+    "logprobs",
+    "max_output_tokens",
+    "max_tokens",
+    "metrics",
+    "modelVersion",
+    "obfuscation",
+    "output_index",
+    "output_tokens",
+    "outputTokens",
+    "parallel_tool_calls",
+    "promptTokenCount",
+    "prompt_tokens",
+    "prompt_tokens_details",
+    "properties",
+    "reasoning_tokens",
+    "refusal",
+    "required",
+    "responseId",
+    "safetyRatings",
+    "sequence_number",
+    "service_tier",
+    "stopReason",
+    "stop_reason",
+    "stop_sequence",
+    "strict",
+    "system_fingerprint",
+    "temperature",
+    "thoughtSignature",
+    "tool_choice",
+    "top_p",
+    "totalTokenCount",
+    "totalTokens",
+    "total_tokens",
+    "trafficType",
+    "usage",
+    "usageMetadata",
+];
 
 /// What [`Scan::in_passing`] read of arguments in passing.
 enum InPassing {
@@ -1082,7 +1167,7 @@ pub(crate) mod tests {
     /// written escaped, which the fast reader leaves to the reference.)
     #[test]
     fn a_key_is_looked_up_as_each_table_says() {
-        use super::{field, look_up, Key, KEYS};
+        use super::{field, is_common, look_up, Key, COMMON, KEYS};
         use crate::detect::node::{spelled, variant_of};
         use crate::detect::positions::{rare_row, RARE, STREAM_KEYS};
         let known: Vec<&str> = KEYS
@@ -1100,7 +1185,7 @@ pub(crate) mod tests {
             }
         }
         let mut keys: Vec<String> = vec![String::new(), "x".into(), "usage".into(), "é".into()];
-        for key in &known {
+        for key in known.iter().chain(COMMON) {
             keys.extend([
                 (*key).to_owned(),
                 key.to_uppercase(),
@@ -1124,6 +1209,11 @@ pub(crate) mod tests {
                 Key::Other
             };
             assert_eq!(look_up(&key), expected, "{key:?}");
+            assert_eq!(is_common(&key), COMMON.contains(&key.as_str()), "{key:?}");
+        }
+        for key in COMMON {
+            assert_eq!(look_up(key), Key::Other, "{key}");
+            assert!(field(key).is_none(), "{key} is the table's");
         }
     }
 
