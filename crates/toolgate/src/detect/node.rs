@@ -972,7 +972,11 @@ pub(crate) fn decode_with(
             // Twice what is written so far, at least 64 bytes more.
             out.resize(written + (written - from).max(64), 0);
         }
-        if let Some(chunk) = bytes.get(at..at + 8) {
+        if bytes.get(at) == Some(&b'\\') {
+            // An escape right after the last (text dense with `\uXXXX`,
+            // as Python's `json.dumps` writes every character past
+            // ASCII): no run of plain text to look for.
+        } else if let Some(chunk) = bytes.get(at..at + 8) {
             let chunk: [u8; 8] = chunk.try_into().ok()?;
             out.get_mut(written..written + 8)?.copy_from_slice(&chunk);
             let found = special_mask(chunk);
@@ -1071,7 +1075,7 @@ pub(crate) fn text_escape(after: &[u8]) -> Option<(char, usize)> {
 /// escape's backslashes and `u`) included; `None` for a surrogate that
 /// pairs with none.
 fn unicode(after: &[u8], next: &[u8]) -> Option<(char, usize)> {
-    let unit = hex_unit(after.get(1..)?)?;
+    let unit = hex_unit(after.get(1..5)?)?;
     if !(0xD800..=0xDBFF).contains(&unit) {
         return Some((char::from_u32(unit)?, 5));
     }
@@ -1083,12 +1087,36 @@ fn unicode(after: &[u8], next: &[u8]) -> Option<(char, usize)> {
     Some((char::from_u32(pair)?, 5 + next.len() + 4))
 }
 
-/// The four hex digits at the start of `text`, as a number.
+/// The four hex digits at the start of `text`, as a number: each digit
+/// looked up in [`HEX`], the four checked at once (text dense with
+/// `\uXXXX` escapes, as Python's `json.dumps` writes every character
+/// past ASCII, has one for each such character).
 fn hex_unit(text: &[u8]) -> Option<u32> {
-    text.get(..4)?.iter().try_fold(0, |unit, &digit| {
-        Some(unit << 4 | char::from(digit).to_digit(16)?)
-    })
+    let &[a, b, c, d] = text.get(..4)? else {
+        return None;
+    };
+    let [a, b, c, d] = [a, b, c, d].map(|digit| HEX[usize::from(digit)]);
+    ((a | b | c | d) & 0xF0 == 0)
+        .then(|| u32::from(a) << 12 | u32::from(b) << 8 | u32::from(c) << 4 | u32::from(d))
 }
+
+/// What each byte is worth as a hex digit (either case); `0xFF` where it
+/// is none.
+const HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut digit: u8 = 0;
+    while digit < 10 {
+        table[(b'0' + digit) as usize] = digit;
+        digit += 1;
+    }
+    let mut letter: u8 = 0;
+    while letter < 6 {
+        table[(b'a' + letter) as usize] = 10 + letter;
+        table[(b'A' + letter) as usize] = 10 + letter;
+        letter += 1;
+    }
+    table
+};
 
 /// A string-valued raw id (`"call_1"`) or a number (`7`, JSON-RPC), as text.
 pub(crate) fn id_text(raw: Option<Raw<'_>>) -> Option<Cow<'_, str>> {
@@ -1114,6 +1142,30 @@ pub(crate) fn is(raw: Option<Raw<'_>>, want: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// Four hex digits are read as `u32::from_str_radix` reads them (no
+    /// sign), whatever the bytes: every byte at every place, among digits
+    /// of either case.
+    #[test]
+    fn hex_units_are_read_as_the_standard_library_reads_them() {
+        let reference = |bytes: &[u8]| {
+            let text = std::str::from_utf8(&bytes[..4]).ok()?;
+            if text.starts_with(['+', '-']) {
+                return None;
+            }
+            u32::from_str_radix(text, 16).ok()
+        };
+        for fill in [*b"0000", *b"fFaA", *b"9b3E"] {
+            for at in 0..4 {
+                for byte in 0..=u8::MAX {
+                    let mut bytes = fill;
+                    bytes[at] = byte;
+                    assert_eq!(super::hex_unit(&bytes), reference(&bytes), "{bytes:?}");
+                }
+            }
+        }
+        assert_eq!(super::hex_unit(b"12"), None);
+    }
+
     #[test]
     fn unquote_decodes_as_serde_does() {
         let literals = [
