@@ -17,6 +17,12 @@
 # and gemini-indent: the OpenAI and Gemini APIs serve their answers
 # indented, and a reader that skips whitespace a byte at a time pays for
 # it there.
+# A shape whose calls hold free text (openai to vercel-sse) may also be
+# named with that text written another way (bench/workload.py --text):
+# SHAPE-unicode (in other scripts, as UTF-8), SHAPE-escaped (the same,
+# every character past ASCII a \uXXXX escape in the arguments, as Python's
+# json.dumps writes it by default). By default also openai-escaped and
+# gemini-escaped.
 # Workloads: $CARGO_TARGET_DIR/workloads/<shape> (or $TOOLGATE_WORKLOADS),
 # 10,000 payloads each but large, 2,000 (37 KB each, 73 MB in all),
 # chat-sse, 2,000 (25 KB each, 51 MB), responses-sse, 2,000 (43 KB
@@ -26,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats openai-indent responses-indent gemini-indent}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats openai-indent responses-indent gemini-indent openai-escaped gemini-escaped}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do
@@ -35,14 +41,15 @@ for shape in $shapes; do
   [ "$shape" = chat-sse ] && count=2000
   [ "$shape" = responses-sse ] && count=2000
   [ "$shape" = responses-indent ] && count=4000
-  layout=compact
+  layout=compact text=plain suffix=""
   case "$shape" in
-    *-indent | *-spaced) layout="${shape##*-}" ;;
+    *-indent | *-spaced) layout="${shape##*-}" suffix="-$layout" ;;
+    *-unicode | *-escaped) text="${shape##*-}" suffix="-$text" ;;
   esac
   dir="$TOOLGATE_WORKLOADS/$shape"
   # stats.json is written last: without it, the workload is incomplete.
   if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
-    python3 bench/workload.py "$dir" --shape "${shape%-"$layout"}" --count "$count" --layout "$layout"
+    python3 bench/workload.py "$dir" --shape "${shape%"$suffix"}" --count "$count" --layout "$layout" --text "$text"
   fi
   rm -f "$dir/paired.json"
 done

@@ -5,8 +5,8 @@
 # bench/check.sh's (2,000 payloads, 400 for large; same seed).
 #
 # usage: bash bench/profile_check.sh [SHAPE...]   (all shapes by default;
-# a whole body's shape in another layout as bench/check.sh names it:
-# gemini-indent)
+# a whole body's shape in another layout, or a shape's free text written
+# another way, as bench/check.sh names them: gemini-indent, openai-escaped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
@@ -20,11 +20,12 @@ for shape in $shapes; do
   [ "$shape" = large ] && count=400
   [ "$shape" = chat-sse ] && count=400
   [ "$shape" = responses-sse ] && count=400
-  layout=compact
+  layout=compact text=plain suffix=""
   case "$shape" in
-    *-indent | *-spaced) layout="${shape##*-}" ;;
+    *-indent | *-spaced) layout="${shape##*-}" suffix="-$layout" ;;
+    *-unicode | *-escaped) text="${shape##*-}" suffix="-$text" ;;
   esac
-  python3 bench/workload.py "$out/$shape" --shape "${shape%-"$layout"}" --count "$count" --layout "$layout" 2>/dev/null
+  python3 bench/workload.py "$out/$shape" --shape "${shape%"$suffix"}" --count "$count" --layout "$layout" --text "$text" 2>/dev/null
   # One pass and two: the difference is one pass in the steady state (the
   # first compiles what is compiled on first use, as a schema's validator
   # for serde_json values).

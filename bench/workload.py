@@ -2,7 +2,7 @@
 """A deterministic check workload of one shape: responses calling the
 shape's tools, about a fifth of them with exactly one defect.
 
-usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S] [--layout LAYOUT]
+usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S] [--layout LAYOUT] [--text TEXT]
 
 Shapes (bench/shapes/):
   openai     OpenAI Chat Completions responses, 12 tools with nested
@@ -50,6 +50,17 @@ Layouts (whole bodies; the same calls, defects and arguments strings):
              Completions, Responses) and Gemini APIs serve their answers;
              each body is written as a JSON string (it spans lines)
 
+Texts (the shapes above `small`, whose calls hold free text: cities,
+subjects, bodies, titles, descriptions; the calls and defects drawn the
+same way, until a defect cuts an arguments text of another length short):
+  plain      as always (the default)
+  unicode    that text in other scripts, as UTF-8: accented Latin,
+             Cyrillic, Greek, Japanese, Chinese, Hangul, Arabic, emoji
+  escaped    the same text, every character past ASCII written as a
+             `\\uXXXX` escape in the arguments (as Python's `json.dumps`
+             writes it by default)
+A workload takes another text or another layout, not both.
+
 Writes into OUT_DIR:
   policy.yaml     the shape's tools (OpenAI or Anthropic `tools` shape)
   payloads.jsonl  one response a line (in the indent layout, as a JSON string)
@@ -64,7 +75,7 @@ and prints the same statistics to stderr. Same shape and seed, same bytes."""
 import argparse
 
 from shapes import SHAPES
-from shapes.common import LAYOUTS, generate
+from shapes.common import LAYOUTS, TEXTS, generate
 
 
 def main():
@@ -74,11 +85,16 @@ def main():
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=20260101)
     ap.add_argument("--layout", choices=LAYOUTS, default="compact")
+    ap.add_argument("--text", choices=TEXTS, default="plain")
     opts = ap.parse_args()
     shape = SHAPES[opts.shape]()
     if opts.layout != "compact" and shape.wire.endswith(("_sse", "_stream")):
         ap.error(f"--layout {opts.layout}: {opts.shape} is a stream, sent as its events are")
-    generate(shape, opts.out_dir, opts.count, opts.seed, opts.layout)
+    if opts.text != "plain" and not shape.free_text:
+        ap.error(f"--text {opts.text}: the arguments of {opts.shape} hold no free text")
+    if opts.text != "plain" and opts.layout != "compact":
+        ap.error("--text and --layout: one at a time")
+    generate(shape, opts.out_dir, opts.count, opts.seed, opts.layout, opts.text)
 
 
 if __name__ == "__main__":

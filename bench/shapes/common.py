@@ -11,8 +11,10 @@ import sys
 
 
 class Values:
-    def __init__(self, rng):
+    def __init__(self, rng, text="plain"):
         self.r = rng
+        # How the free text is written (`workload.py --text`): see TEXTS.
+        self.text = text
 
     def pick(self, seq):
         return self.r.choice(seq)
@@ -47,6 +49,18 @@ def compact(value):
 
 
 LAYOUTS = ("compact", "spaced", "indent")
+
+# How a shape's free text (cities, subjects, bodies) is written: "plain" as
+# it always was; "unicode" in other scripts (accented Latin, Cyrillic,
+# Greek, CJK, Hangul, Arabic, emoji), as UTF-8; "escaped" the same text with
+# every character past ASCII a `\uXXXX` escape in the arguments text, as
+# Python's `json.dumps` writes it by default. Only shapes with such text
+# (`Shape.free_text`) take the two others.
+TEXTS = ("plain", "unicode", "escaped")
+
+
+def ascii_compact(value):
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def lay_out(body, layout):
@@ -670,6 +684,8 @@ class Shape:
     tables = {}
     no_args = None
     unknown_names = []
+    # Whether the arguments hold free text that `--text` writes otherwise.
+    free_text = False
 
     # What a subclass may change.
 
@@ -686,7 +702,7 @@ class Shape:
 
     def text(self, args, v):
         """The arguments text a model sends."""
-        return compact(args)
+        return ascii_compact(args) if v.text == "escaped" else compact(args)
 
     def clean_call(self, v, tool):
         if tool == self.no_args:
@@ -742,7 +758,8 @@ class Shape:
             text = self.text(args, v)
             key = self.duplicated(args, v)
             again = self.arguments(tool, v).get(key, args[key])
-            text = text[:-1] + "," + compact({key: again})[1:]
+            again = ascii_compact({key: again}) if v.text == "escaped" else compact({key: again})
+            text = text[:-1] + "," + again[1:]
             return tool, text, tool, None  # the message names the key; no pointer
         raise ValueError(kind)
 
@@ -804,17 +821,22 @@ class Shape:
         return head + "validate_formats: true\ntools:\n" + yaml(tools, 2) + "\n"
 
 
-def generate(shape, out_dir, count, seed, layout="compact"):
+def generate(shape, out_dir, count, seed, layout="compact", text="plain"):
     """Write the workload of `shape` into `out_dir`, its bodies laid out
     as `layout` (whole bodies only; an indented body, which spans lines,
-    is written as a JSON string, as the check bench reads it); stats.json
-    last."""
+    is written as a JSON string, as the check bench reads it) and its
+    free text written as `text` (TEXTS; not with another layout);
+    stats.json last."""
     streamed = shape.wire.endswith(("_sse", "_stream"))
     if layout != "compact" and streamed:
         raise ValueError(f"{shape.name}: a stream's events are laid out as the stream sends them")
+    if text != "plain" and not shape.free_text:
+        raise ValueError(f"{shape.name}: its arguments hold no free text to write otherwise")
+    if text != "plain" and layout != "compact":
+        raise ValueError("another text and another layout: one at a time")
     rng = random.Random(seed)
     extra = random.Random(seed + 1)
-    v = Values(rng)
+    v = Values(rng, text)
     kinds = list(shape.kinds)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "policy.yaml"), "w", encoding="utf-8") as f:
@@ -842,10 +864,12 @@ def generate(shape, out_dir, count, seed, layout="compact"):
         stats["shape"] = shape.name
     if layout != "compact":
         stats["layout"] = layout
+    if text != "plain":
+        stats["text"] = text
     with open(os.path.join(out_dir, "stats.json"), "w", encoding="utf-8") as f:
         json.dump(stats, f, indent=1)
     n = max(count, 1)
-    print(f"{count} {shape.name} payloads ({layout}) in {out_dir}: {n_bytes / n:.0f} bytes and "
+    print(f"{count} {shape.name} payloads ({layout}, {text} text) in {out_dir}: {n_bytes / n:.0f} bytes and "
           f"{n_calls / n:.2f} calls on average; {defective} defective ({defective / n:.1%})",
           file=sys.stderr)
     for kind, number in per_kind.items():

@@ -137,12 +137,29 @@ URLS = ["https://en.wikipedia.org/wiki/Model_Context_Protocol", "https://docs.py
 COLUMNS = ["id", "email", "created_at", "status", "total", "country", "plan", "user_id", "sku"]
 
 
+# The same free text in other scripts (`workload.py --text unicode` or
+# `escaped`): as many entries, so that a workload picks the same ones.
+CITIES_UNICODE = ["Zürich, Schweiz", "São Paulo, Brasil", "Kraków, Polska", "Montréal, Canada",
+                  "Москва, Россия", "Αθήνα, Ελλάδα", "東京, 日本", "北京, 中国", "서울, 대한민국",
+                  "القاهرة، مصر", "Reykjavík, Ísland", "İstanbul, Türkiye", "München, Deutschland"]
+WORDS_UNICODE = ("der Quartalsbericht ist angehängt bitte prüfen avant notre réunion de jeudi nous "
+                 "devons confirmer el presupuesto y el calendario de envío для новой линейки "
+                 "продуктов дайте знать если чего-то не хватает ευχαριστώ για τη βοήθεια "
+                 "請求書の合計が 注文と 一致しません 客户 报告 发票 金额 不符 zażółć gęślą jaźń "
+                 "çok teşekkürler 🚚 📦 ✅ señor naïve résumé").split()
+assert len(CITIES_UNICODE) == len(CITIES) and len(WORDS_UNICODE) == len(WORDS)
+
+
 def email(v):
     return v.email(FIRST, LAST, DOMAINS)
 
 
 def words(v, lo, hi):
-    return v.words(WORDS, lo, hi)
+    return v.words(WORDS if v.text == "plain" else WORDS_UNICODE, lo, hi)
+
+
+def city(v):
+    return v.pick(CITIES if v.text == "plain" else CITIES_UNICODE)
 
 
 def iban(v):
@@ -154,7 +171,7 @@ def arguments(tool, v):
     """Valid arguments for `tool`, with the optional ones sometimes left out."""
     a = {}
     if tool == "get_weather":
-        a["location"] = v.pick(CITIES)
+        a["location"] = city(v)
         if v.maybe(0.7):
             a["unit"] = v.pick(["celsius", "fahrenheit"])
         if v.maybe(0.4):
@@ -308,6 +325,7 @@ class OpenAI(Shape):
               "pattern_miss": PATTERN_MISS, "extra_property": EXTRA_PROPERTY}
     no_args = NO_ARGS
     unknown_names = UNKNOWN_NAMES
+    free_text = True
 
     def arguments(self, tool, v):
         return arguments(tool, v)

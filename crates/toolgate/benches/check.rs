@@ -21,7 +21,9 @@
 //! (`gemini-indent`, `openai-spaced`: `bench/workload.py --layout`), the
 //! same calls laid out another way; its verdicts are recorded under that
 //! name (they differ from the compact ones only where a message gives a
-//! line and column).
+//! line and column). A shape whose calls hold free text may also be named
+//! with its text written another way (`openai-unicode`, `gemini-escaped`:
+//! `bench/workload.py --text`), its calls and defects drawn the same way.
 //!
 //! Workloads are read from `$TOOLGATE_WORKLOADS/<shape>` (else
 //! `target/workloads/<shape>`), the shapes from `$TOOLGATE_SHAPES` (a
@@ -108,18 +110,29 @@ const SHAPES: [&str; 15] = [
 /// --layout`), named after its shape's: `gemini-indent`.
 const LAYOUTS: [&str; 2] = ["spaced", "indent"];
 
-/// Whether `name` is a shape, or a whole-body shape in another layout.
+/// The other ways a shape's free text may be written (`bench/workload.py
+/// --text`), named after its shape's: `openai-escaped`.
+const TEXTS: [&str; 2] = ["unicode", "escaped"];
+
+/// The shapes whose calls hold no free text to write otherwise.
+const NO_FREE_TEXT: [&str; 4] = ["small", "large", "deep", "formats"];
+
+/// Whether `name` is a shape, a whole-body shape in another layout, or a
+/// shape with free text written another way.
 fn known(name: &str) -> bool {
+    let base = |suffix: &str| {
+        name.strip_suffix(suffix)
+            .and_then(|shape| shape.strip_suffix('-'))
+            .filter(|shape| SHAPES.contains(shape))
+    };
     SHAPES.contains(&name)
         || LAYOUTS.iter().any(|layout| {
-            name.strip_suffix(layout)
-                .and_then(|shape| shape.strip_suffix('-'))
-                .is_some_and(|shape| {
-                    SHAPES.contains(&shape)
-                        && !shape.ends_with("-sse")
-                        && !shape.ends_with("-stream")
-                })
+            base(layout)
+                .is_some_and(|shape| !shape.ends_with("-sse") && !shape.ends_with("-stream"))
         })
+        || TEXTS
+            .iter()
+            .any(|text| base(text).is_some_and(|shape| !NO_FREE_TEXT.contains(&shape)))
 }
 
 /// Where `bench/verdicts.json` is.
@@ -246,6 +259,7 @@ fn same_verdicts(workload: &Workload, verdicts: &[u8]) {
             .flat_map(|s| {
                 std::iter::once((*s).to_owned())
                     .chain(LAYOUTS.iter().map(move |layout| format!("{s}-{layout}")))
+                    .chain(TEXTS.iter().map(move |text| format!("{s}-{text}")))
             })
             .filter_map(|s| {
                 let record = recorded.get(&s)?.clone();

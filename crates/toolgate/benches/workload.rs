@@ -24,6 +24,9 @@ pub(crate) struct Workload {
     /// How its bodies are laid out (`bench/workload.py --layout`):
     /// `compact`, `spaced` or `indent`.
     pub(crate) layout: String,
+    /// How its free text is written (`bench/workload.py --text`): `plain`,
+    /// `unicode` or `escaped`.
+    pub(crate) text: String,
     pub(crate) policy: toolgate::Policy,
     pub(crate) payloads: Vec<Vec<u8>>,
     /// Per payload, the violation code it must fail with; `None`: it passes.
@@ -47,6 +50,7 @@ impl Workload {
         let stats: Value = serde_json::from_slice(&read(dir, "stats.json")).expect("stats.json");
         let shape = stats["shape"].as_str().unwrap_or("openai").to_owned();
         let layout = stats["layout"].as_str().unwrap_or("compact").to_owned();
+        let text = stats["text"].as_str().unwrap_or("plain").to_owned();
         let payloads: Vec<Vec<u8>> = lines(&read(dir, "payloads.jsonl"))
             .map(|line| {
                 if shape.ends_with("-sse") || shape.ends_with("-stream") || layout == "indent" {
@@ -76,6 +80,7 @@ impl Workload {
             dir: dir.to_path_buf(),
             shape,
             layout,
+            text,
             policy,
             payloads,
             expected,
@@ -102,14 +107,17 @@ impl Workload {
             .collect()
     }
 
-    /// The name the bench knows it by: its shape, and its layout after a
-    /// dash but for `compact` (`gemini-indent`).
+    /// The name the bench knows it by: its shape, and after a dash its
+    /// layout but for `compact` (`gemini-indent`) or its text but for
+    /// `plain` (`openai-escaped`; a workload has one or the other).
     #[allow(dead_code)] // the bench's, not the example's
     pub(crate) fn name(&self) -> String {
-        if self.layout == "compact" {
-            self.shape.clone()
-        } else {
+        if self.layout != "compact" {
             format!("{}-{}", self.shape, self.layout)
+        } else if self.text != "plain" {
+            format!("{}-{}", self.shape, self.text)
+        } else {
+            self.shape.clone()
         }
     }
 
