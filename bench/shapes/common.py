@@ -758,8 +758,8 @@ class Shape:
             text = self.text(args, v)
             key = self.duplicated(args, v)
             again = self.arguments(tool, v).get(key, args[key])
-            again = ascii_compact({key: again}) if v.text == "escaped" else compact({key: again})
-            text = text[:-1] + "," + again[1:]
+            # Written as Shape.text writes arguments (not a subclass's way).
+            text = text[:-1] + "," + Shape.text(self, {key: again}, v)[1:]
             return tool, text, tool, None  # the message names the key; no pointer
         raise ValueError(kind)
 
