@@ -996,6 +996,18 @@ pub(crate) fn decode_with(
             at += run;
             written += run;
         }
+        let wide = match bytes.get(at + 1) {
+            Some(b'u') => wide_escape(bytes.get(at..at + 6)),
+            _ => None,
+        };
+        if let Some((encoded, len)) = wide {
+            // All three bytes (the room is there), the third written over
+            // next when the character takes two.
+            out.get_mut(written..written + 3)?.copy_from_slice(&encoded);
+            written += len;
+            at += 6;
+            continue;
+        }
         match special(&bytes[at..])? {
             Special::End => return Some((at, written - from)),
             Special::Byte(byte, used) => {
@@ -1010,6 +1022,34 @@ pub(crate) fn decode_with(
                 at += used;
             }
         }
+    }
+}
+
+/// A `\\uXXXX` escape (`escape`: its six bytes, when there are six) of a
+/// character past ASCII that is no surrogate, as every string reader
+/// decodes it (and as none refuses it): its UTF-8, and how many bytes of
+/// it there are. Text dense with such escapes (as Python's `json.dumps`
+/// writes every character past ASCII) has one a character; anything else
+/// is left to the reader's own `special`.
+#[inline]
+fn wide_escape(escape: Option<&[u8]>) -> Option<([u8; 3], usize)> {
+    let &[b'\\', b'u', ref digits @ ..] = escape? else {
+        return None;
+    };
+    let unit = hex_unit(digits)?;
+    // Two bytes of UTF-8, or three (a surrogate is no character).
+    let low = 0x80 | (unit & 0x3F) as u8;
+    match unit {
+        0x80..=0x7FF => Some(([0xC0 | ((unit >> 6) & 0x1F) as u8, low, 0], 2)),
+        0x800..=0xD7FF | 0xE000..=0xFFFF => Some((
+            [
+                0xE0 | ((unit >> 12) & 0x0F) as u8,
+                0x80 | ((unit >> 6) & 0x3F) as u8,
+                low,
+            ],
+            3,
+        )),
+        _ => None,
     }
 }
 
@@ -1164,6 +1204,29 @@ mod tests {
             }
         }
         assert_eq!(super::hex_unit(b"12"), None);
+    }
+
+    /// Every `\\uXXXX` of one unit that the short way decodes, it
+    /// decodes to the character's UTF-8; it leaves ASCII and surrogates
+    /// (and anything but such an escape) to the readers.
+    #[test]
+    fn wide_escapes_are_each_characters_utf8() {
+        for unit in 0..=0xFFFF_u32 {
+            let escape = format!("\\u{unit:04x}");
+            let upper = escape.to_uppercase().replace("\\U", "\\u");
+            let want = char::from_u32(unit)
+                .filter(|_| unit >= 0x80)
+                .map(|c| c.to_string().into_bytes());
+            for text in [escape, upper] {
+                let got = super::wide_escape(Some(text.as_bytes()))
+                    .map(|(bytes, len)| bytes[..len].to_vec());
+                assert_eq!(got, want, "{text}");
+            }
+        }
+        for text in ["\\u00e", "\\x00e9", "/u00e9", "\\u00g9"] {
+            assert_eq!(super::wide_escape(Some(text.as_bytes())), None, "{text}");
+        }
+        assert_eq!(super::wide_escape(None), None);
     }
 
     #[test]
