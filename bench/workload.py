@@ -3,6 +3,9 @@
 shape's tools, about a fifth of them with exactly one defect.
 
 usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S] [--layout LAYOUT] [--text TEXT]
+       workload.py OUT_DIR --name NAME [--count N] [--seed S]
+         (NAME as the check bench names a workload: SHAPE, SHAPE-LAYOUT or
+         SHAPE-TEXT: gemini-indent, openai-escaped)
 
 Shapes (bench/shapes/):
   openai     OpenAI Chat Completions responses, 12 tools with nested
@@ -75,7 +78,7 @@ and prints the same statistics to stderr. Same shape and seed, same bytes."""
 import argparse
 
 from shapes import SHAPES
-from shapes.common import LAYOUTS, TEXTS, generate
+from shapes.common import LAYOUTS, TEXTS, generate, refused, split_name
 
 
 def main():
@@ -86,14 +89,18 @@ def main():
     ap.add_argument("--seed", type=int, default=20260101)
     ap.add_argument("--layout", choices=LAYOUTS, default="compact")
     ap.add_argument("--text", choices=TEXTS, default="plain")
+    ap.add_argument("--name", help="the shape, layout and text as the check bench names them "
+                    "(gemini-indent, openai-escaped), for --shape, --layout and --text")
     opts = ap.parse_args()
+    if opts.name:
+        parts = split_name(opts.name, SHAPES)
+        if parts is None:
+            ap.error(f"--name {opts.name}: no shape, SHAPE-LAYOUT or SHAPE-TEXT")
+        opts.shape, opts.layout, opts.text = parts
     shape = SHAPES[opts.shape]()
-    if opts.layout != "compact" and shape.wire.endswith(("_sse", "_stream")):
-        ap.error(f"--layout {opts.layout}: {opts.shape} is a stream, sent as its events are")
-    if opts.text != "plain" and not shape.free_text:
-        ap.error(f"--text {opts.text}: the arguments of {opts.shape} hold no free text")
-    if opts.text != "plain" and opts.layout != "compact":
-        ap.error("--text and --layout: one at a time")
+    problem = refused(shape, opts.layout, opts.text)
+    if problem:
+        ap.error(problem)
     generate(shape, opts.out_dir, opts.count, opts.seed, opts.layout, opts.text)
 
 

@@ -821,19 +821,39 @@ class Shape:
         return head + "validate_formats: true\ntools:\n" + yaml(tools, 2) + "\n"
 
 
+def refused(shape, layout, text):
+    """Why `shape` is not written in `layout` with its free text as
+    `text`, or None when it can be."""
+    if layout != "compact" and shape.wire.endswith(("_sse", "_stream")):
+        return f"{shape.name}: a stream's events are laid out as the stream sends them"
+    if text != "plain" and not shape.free_text:
+        return f"{shape.name}: its arguments hold no free text to write otherwise"
+    if text != "plain" and layout != "compact":
+        return "another text and another layout: one at a time"
+    return None
+
+
+def split_name(name, shapes):
+    """A workload's name as the check bench knows it (`gemini`,
+    `gemini-indent`, `openai-escaped`) as its shape, layout and text;
+    None when it names no shape of `shapes`."""
+    base, _, last = name.rpartition("-")
+    if base in shapes and last in LAYOUTS[1:]:
+        return base, last, "plain"
+    if base in shapes and last in TEXTS[1:]:
+        return base, "compact", last
+    return (name, "compact", "plain") if name in shapes else None
+
+
 def generate(shape, out_dir, count, seed, layout="compact", text="plain"):
     """Write the workload of `shape` into `out_dir`, its bodies laid out
     as `layout` (whole bodies only; an indented body, which spans lines,
     is written as a JSON string, as the check bench reads it) and its
     free text written as `text` (TEXTS; not with another layout);
     stats.json last."""
-    streamed = shape.wire.endswith(("_sse", "_stream"))
-    if layout != "compact" and streamed:
-        raise ValueError(f"{shape.name}: a stream's events are laid out as the stream sends them")
-    if text != "plain" and not shape.free_text:
-        raise ValueError(f"{shape.name}: its arguments hold no free text to write otherwise")
-    if text != "plain" and layout != "compact":
-        raise ValueError("another text and another layout: one at a time")
+    problem = refused(shape, layout, text)
+    if problem:
+        raise ValueError(problem)
     rng = random.Random(seed)
     extra = random.Random(seed + 1)
     v = Values(rng, text)
