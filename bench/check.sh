@@ -36,20 +36,18 @@ shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-s
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do
+  # By the shape, in any layout or text.
   count=10000
-  [ "$shape" = large ] && count=2000
-  [ "$shape" = chat-sse ] && count=2000
-  [ "$shape" = responses-sse ] && count=2000
-  [ "$shape" = responses-indent ] && count=4000
-  layout=compact text=plain suffix=""
   case "$shape" in
-    *-indent | *-spaced) layout="${shape##*-}" suffix="-$layout" ;;
-    *-unicode | *-escaped) text="${shape##*-}" suffix="-$text" ;;
+    large | large-* | chat-sse | chat-sse-* | responses-sse | responses-sse-*) count=2000 ;;
+    responses-indent) count=4000 ;;
   esac
   dir="$TOOLGATE_WORKLOADS/$shape"
-  # stats.json is written last: without it, the workload is incomplete.
-  if [ ! -f "$dir/stats.json" ] || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
-    python3 bench/workload.py "$dir" --shape "${shape%"$suffix"}" --count "$count" --layout "$layout" --text "$text"
+  # stats.json is written last: without it, the workload is incomplete;
+  # one of another size is written again too.
+  if [ ! -f "$dir/stats.json" ] || ! grep -q "\"payloads\": $count," "$dir/stats.json" \
+    || [ -n "$(find bench/workload.py bench/shapes -newer "$dir/stats.json")" ]; then
+    python3 bench/workload.py "$dir" --name "$shape" --count "$count"
   fi
   rm -f "$dir/paired.json"
 done

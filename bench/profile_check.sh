@@ -16,16 +16,12 @@ mkdir -p "$out"
 cargo build --release -p toolgate --example check_workload
 example="$target/release/examples/check_workload"
 for shape in $shapes; do
+  # By the shape, in any layout or text.
   count=2000
-  [ "$shape" = large ] && count=400
-  [ "$shape" = chat-sse ] && count=400
-  [ "$shape" = responses-sse ] && count=400
-  layout=compact text=plain suffix=""
   case "$shape" in
-    *-indent | *-spaced) layout="${shape##*-}" suffix="-$layout" ;;
-    *-unicode | *-escaped) text="${shape##*-}" suffix="-$text" ;;
+    large | large-* | chat-sse | chat-sse-* | responses-sse | responses-sse-*) count=400 ;;
   esac
-  python3 bench/workload.py "$out/$shape" --shape "${shape%"$suffix"}" --count "$count" --layout "$layout" --text "$text" 2>/dev/null
+  python3 bench/workload.py "$out/$shape" --name "$shape" --count "$count" 2>/dev/null
   # One pass and two: the difference is one pass in the steady state (the
   # first compiles what is compiled on first use, as a schema's validator
   # for serde_json values).
