@@ -15,9 +15,9 @@
 //! object is built unless someone reads it. It declines (`None`) whatever
 //! it does not take on exactly (another key, a value of another type, a
 //! bound it comes near, a key a case-folding reader would merge, a float
-//! the engine reads with an exponent): the caller then checks the calls'
-//! JSON text, which says exactly what is wrong. What it builds is compared
-//! with the JSON reading by `Policy._direct_agrees` in the tests.
+//! whole past 2^63): the caller then checks the calls' JSON text, which
+//! says exactly what is wrong. What it builds is compared with the JSON
+//! reading by `Policy._direct_agrees` in the tests.
 //!
 //! The one difference: each call's `raw_arguments` is left empty (the
 //! checks never read it) unless `with_raw` asks for it, as the tests do.
@@ -335,8 +335,7 @@ impl Reader {
             }
             Kind::Float => {
                 self.bytes += 24;
-                // NaN, infinity and what the engine reads with an exponent
-                // are declined.
+                // NaN, infinity and a float whole past 2^63 are declined.
                 tape.f64(value.cast::<PyFloat>().ok()?.value())
             }
         }

@@ -765,27 +765,41 @@ impl Read<'_> {
         self.text_read(from)
     }
 
+    /// The number at the cursor, as the strict reader (`serde_json`)
+    /// reads it: `None` leaves it to that reader.
     fn number_value(&mut self) -> Option<Number> {
         let number = self.number()?;
-        if number.exponent {
-            // The strict reader rounds exponents its own way.
-            return None;
-        }
         let literal = self.cursor.text.get(number.start..self.at)?;
-        if !number.fraction {
+        let negative = literal.starts_with('-');
+        if !number.fraction && !number.exponent {
             let integral = &self.bytes[number.integral];
             // The strict reader reads `-0` as the float -0.0.
-            if literal.starts_with('-') && integral.iter().all(|&b| b == b'0') {
+            if negative && integral.iter().all(|&b| b == b'0') {
                 return None;
+            }
+            // Nineteen digits never overflow 64 bits.
+            if integral.len() <= 19 {
+                let n = integral
+                    .iter()
+                    .fold(0u64, |n, &digit| n * 10 + u64::from(digit - b'0'));
+                return if !negative {
+                    Some(n.into())
+                } else if n <= 1 << 63 {
+                    // -(2^63) included: i64::MIN.
+                    Some((0i64.wrapping_sub_unsigned(n)).into())
+                } else {
+                    // Past 64 bits: the strict reader's to judge.
+                    None
+                };
             }
             if let Ok(n) = literal.parse::<u64>() {
                 return Some(n.into());
             }
-            // Past 64 bits: the strict reader's to judge.
             return literal.parse::<i64>().ok().map(Number::from);
         }
         // The float exactly as the strict reader rounds it.
-        let v: f64 = serde_json::from_str(literal).ok()?;
+        let v =
+            exact_float(literal, negative).or_else(|| serde_json::from_str::<f64>(literal).ok())?;
         if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
             return None;
         }
@@ -799,6 +813,72 @@ impl Read<'_> {
     fn unique_keys(&self, base: usize) -> Option<()> {
         unique_keys(&self.buffers.keys[base..], &self.buffers.text)
     }
+}
+
+/// A number with a fraction or an exponent (`literal`, valid JSON), as a
+/// float, when its digits make an integer of at most 2^53 and its decimal
+/// exponent is within 22: that integer and that power of ten are floats
+/// exactly, so one multiplication or division rounds the value once,
+/// correctly, and every correct reader (the strict reader's among them,
+/// with or without its `float_roundtrip` feature) gives that very float.
+/// `None` for any other number.
+fn exact_float(literal: &str, negative: bool) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let bytes = literal.as_bytes();
+    let mut at = usize::from(negative);
+    let mut significand = 0u64;
+    let mut digits = 0;
+    let mut exponent = 0i32;
+    let mut fraction = false;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'0'..=b'9' => {
+                // Leading zeros count for nothing.
+                if significand != 0 || byte != b'0' {
+                    digits += 1;
+                    if digits > 19 {
+                        return None;
+                    }
+                }
+                significand = significand * 10 + u64::from(byte - b'0');
+                exponent -= i32::from(fraction);
+            }
+            b'.' => fraction = true,
+            _ => break,
+        }
+        at += 1;
+    }
+    if let Some(rest) = bytes.get(at..).filter(|rest| !rest.is_empty()) {
+        // An exponent: `e` or `E`, a sign, digits.
+        let (sign, written) = match rest.get(1)? {
+            b'-' => (-1, rest.get(2..)?),
+            b'+' => (1, rest.get(2..)?),
+            _ => (1, rest.get(1..)?),
+        };
+        if written.is_empty() || written.len() > 4 || !written.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let value = written
+            .iter()
+            .fold(0i32, |n, &digit| n * 10 + i32::from(digit - b'0'));
+        exponent += sign * value;
+    }
+    if significand > 1 << 53 {
+        return None;
+    }
+    let power = *POW10.get(usize::try_from(exponent.unsigned_abs()).ok()?)?;
+    // An integer of at most 2^53 is a float exactly.
+    #[allow(clippy::cast_precision_loss)]
+    let magnitude = significand as f64;
+    let value = if exponent >= 0 {
+        magnitude * power
+    } else {
+        magnitude / power
+    };
+    Some(if negative { -value } else { value })
 }
 
 /// Whether no two of `keys` (where each is in `text`) are one key, even to
@@ -1139,9 +1219,107 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_ascii, plain_ascii_in, unique_keys};
+    use super::{exact_float, plain_ascii, plain_ascii_in, unique_keys};
+    use crate::detect::args::fast_path_agrees;
+    use crate::Limits;
+
+    /// A JSON number from its parts: sign, integral digits, fraction
+    /// digits, exponent (its letter, sign and digits).
+    fn literal(negative: bool, integral: &str, fraction: &str, exponent: &str) -> String {
+        let integral = integral.trim_start_matches('0');
+        let integral = if integral.is_empty() { "0" } else { integral };
+        let sign = if negative { "-" } else { "" };
+        let fraction = if fraction.is_empty() {
+            String::new()
+        } else {
+            format!(".{fraction}")
+        };
+        format!("{sign}{integral}{fraction}{exponent}")
+    }
+
+    #[test]
+    fn numbers_on_the_tape_are_the_strict_readers() {
+        let literals = [
+            "0",
+            "-0",
+            "-0.0",
+            "0.0",
+            "0e0",
+            "-0e5",
+            "1",
+            "-1",
+            "40.0",
+            "4e1",
+            "4E+1",
+            "1.5e2",
+            "2.5E-3",
+            "9007199254740992.0",
+            "9007199254740993.0",
+            "9007199254740993",
+            "1e22",
+            "1e23",
+            "1e-22",
+            "1e-23",
+            "123456789012345678.5",
+            "0.1",
+            "0.30000000000000004",
+            "1.7976931348623157e308",
+            "1e400",
+            "-1e400",
+            "1e-400",
+            "5e-324",
+            "0.000001e-10",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551615",
+            "18446744073709551616",
+            "9999999999999999999",
+            "99999999999999999999",
+            "1e0019",
+            "12.5e+0007",
+            "0.00000000000000000000000000001",
+            "0.000000000000000000000000000015e+25",
+        ];
+        for literal in literals {
+            let text = format!("{{\"n\": [{literal}, {literal}], \"m\": {literal}}}");
+            assert!(
+                fast_path_agrees(&text, &Limits::default()).is_ok(),
+                "{text}: {:?}",
+                fast_path_agrees(&text, &Limits::default())
+            );
+            if let Some(float) = exact_float(literal, literal.starts_with('-')) {
+                let strict: f64 = serde_json::from_str(literal).unwrap();
+                assert_eq!(float.to_bits(), strict.to_bits(), "{literal}");
+            }
+        }
+    }
 
     proptest::proptest! {
+        /// A float taken the short way is the very float the strict
+        /// reader reads, bit for bit; and any number, in arguments, is
+        /// read onto the tape as the strict reader reads it.
+        #[test]
+        fn floats_the_short_way_are_the_strict_readers(
+            negative in proptest::bool::ANY,
+            integral in "[0-9]{1,20}",
+            fraction in "[0-9]{0,20}",
+            exponent in proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                "[eE][+-]?[0-9]{1,4}",
+            ],
+        ) {
+            let literal = literal(negative, &integral, &fraction, &exponent);
+            if let Some(float) = exact_float(&literal, negative) {
+                let strict: f64 = serde_json::from_str(&literal).unwrap();
+                proptest::prop_assert_eq!(float.to_bits(), strict.to_bits(), "{}", literal);
+            }
+            let text = format!("{{\"n\": [{literal}]}}");
+            let agrees = fast_path_agrees(&text, &Limits::default());
+            proptest::prop_assert!(agrees.is_ok(), "{}: {:?}", text, agrees);
+        }
+
         /// Keys are one key exactly when a reader that ignores case reads
         /// two as one, few keys or many (past sixteen, another way).
         #[test]

@@ -6,10 +6,10 @@
 //! rest, exactly: the tape it finishes is the one `Tape::read` gives for
 //! the JSON text of the same object, and it finishes none when `Tape::read`
 //! would give none for that text (a key given twice or twice to a reader
-//! that ignores case, a float `serde_json` writes with an exponent or past
-//! 2^63, NaN or infinity, nesting near the bound). It gives up too when it
-//! is used out of order (a value where a key belongs, a container closed
-//! that is not the innermost): its tapes always hold whole objects.
+//! that ignores case, a float whole past 2^63, NaN or infinity, nesting
+//! near the bound). It gives up too when it is used out of order (a value
+//! where a key belongs, a container closed that is not the innermost): its
+//! tapes always hold whole objects.
 
 use serde_json::Number;
 
@@ -191,7 +191,7 @@ impl TapeWriter {
     }
 
     /// A float, as `Tape::read` reads the text `serde_json` writes of it:
-    /// none with an exponent, none whole past 2^63 (the strict reader's),
+    /// none whole past 2^63 (the strict reader's),
     /// no NaN or infinity; read back by `serde_json`, which may round it.
     pub fn f64(&mut self, value: f64) -> Option<()> {
         let mut buffer = [0_u8; 32];
@@ -201,9 +201,6 @@ impl TapeWriter {
         }
         let left = out.len();
         let literal = &buffer[..buffer.len() - left];
-        if literal.contains(&b'e') || literal.contains(&b'E') {
-            return self.fail();
-        }
         let read = serde_json::from_slice::<f64>(literal).ok();
         match read {
             Some(v) if !(v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0) => {
