@@ -45,6 +45,9 @@ Shapes (bench/shapes/):
   deep       schemas with `$defs`/`$ref`, `oneOf`, `allOf`, recursion and
              `unevaluatedProperties: false`, nested several levels
   formats    arguments dense with email, date-time, date, uri, uuid, ipv4
+  numbers    arguments dense with numbers: arrays of integers and floats
+             under bounds, `multipleOf`, `uniqueItems` and `prefixItems`,
+             constants written with exponents
 
 Layouts (whole bodies; the same calls, defects and arguments strings):
   compact    no whitespace between tokens (the default)

@@ -2,7 +2,8 @@
 from .deep import Deep
 from .formats import Formats
 from .large import Large
+from .numbers import Numbers
 from .openai import Anthropic, Bedrock, BedrockStream, ChatSse, Gemini, GeminiSse, MessagesSse, OpenAI, Responses, ResponsesSse, VercelSse
 from .small import Small
 
-SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Gemini, Bedrock, ChatSse, MessagesSse, ResponsesSse, GeminiSse, BedrockStream, VercelSse, Small, Large, Deep, Formats]}
+SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Gemini, Bedrock, ChatSse, MessagesSse, ResponsesSse, GeminiSse, BedrockStream, VercelSse, Small, Large, Deep, Formats, Numbers]}

@@ -657,6 +657,11 @@ CODES = {
     "bad_uri": "schema_violation",
     "bad_uuid": "schema_violation",
     "bad_ipv4": "schema_violation",
+    # numbers
+    "out_of_range": "schema_violation",
+    "not_multiple": "schema_violation",
+    "duplicate_item": "schema_violation",
+    "wrong_item_count": "schema_violation",
 }
 
 

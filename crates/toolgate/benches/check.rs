@@ -1,6 +1,6 @@
 //! `check`: every payload of each workload shape (`bench/workload.py
 //! --shape`: `openai`, `anthropic`, `responses`, `gemini`, `bedrock`, `chat-sse`,
-//! `messages-sse`, `responses-sse`, `gemini-sse`, `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats`), from bytes to verdict with the compiled
+//! `messages-sse`, `responses-sse`, `gemini-sse`, `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats`, `numbers`), from bytes to verdict with the compiled
 //! policy, beside the naive pipeline users write for that wire format: a
 //! `serde_json::Value` of the body (of each event's data, for a stream,
 //! the calls' fragments gathered by index), each call's arguments (parsed
@@ -88,7 +88,7 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 15] = [
+const SHAPES: [&str; 16] = [
     "openai",
     "anthropic",
     "responses",
@@ -104,6 +104,7 @@ const SHAPES: [&str; 15] = [
     "large",
     "deep",
     "formats",
+    "numbers",
 ];
 
 /// The layouts a whole body may also be sent in (`bench/workload.py
@@ -115,7 +116,7 @@ const LAYOUTS: [&str; 2] = ["spaced", "indent"];
 const TEXTS: [&str; 2] = ["unicode", "escaped"];
 
 /// The shapes whose calls hold no free text to write otherwise.
-const NO_FREE_TEXT: [&str; 4] = ["small", "large", "deep", "formats"];
+const NO_FREE_TEXT: [&str; 5] = ["small", "large", "deep", "formats", "numbers"];
 
 /// Whether `name` is a shape, a whole-body shape in another layout, or a
 /// shape with free text written another way.

@@ -19,7 +19,7 @@ pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
     /// `openai`, `anthropic`, `responses`, `gemini`, `bedrock`,
     /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`,
-    /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep` or `formats`.
+    /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats` or `numbers`.
     pub(crate) shape: String,
     /// How its bodies are laid out (`bench/workload.py --layout`):
     /// `compact`, `spaced` or `indent`.
