@@ -311,21 +311,23 @@ impl Tape {
 
     /// The key and value slots of the object at `at`.
     fn members(&self, at: u32) -> Members<'_> {
-        let (len, _) = self.container(at);
+        let (len, end) = self.container(at);
         Members {
             tape: self,
             next: at + 1,
             left: len,
+            flat: u64::from(end) == u64::from(at) + 1 + 2 * u64::from(len),
         }
     }
 
     /// The item slots of the array at `at`.
     fn elements(&self, at: u32) -> Elements<'_> {
-        let (len, _) = self.container(at);
+        let (len, end) = self.container(at);
         Elements {
             tape: self,
             next: at + 1,
             left: len,
+            flat: u64::from(end) == u64::from(at) + 1 + u64::from(len),
         }
     }
 
@@ -491,6 +493,8 @@ struct Members<'t> {
     tape: &'t Tape,
     next: u32,
     left: u32,
+    /// No value is an object or an array: each member is two slots.
+    flat: bool,
 }
 
 impl Iterator for Members<'_> {
@@ -502,7 +506,11 @@ impl Iterator for Members<'_> {
         }
         self.left -= 1;
         let key = self.next;
-        self.next = past(&self.tape.slots, key + 1);
+        self.next = if self.flat {
+            key + 2
+        } else {
+            past(&self.tape.slots, key + 1)
+        };
         Some((key, key + 1))
     }
 }
@@ -511,6 +519,8 @@ struct Elements<'t> {
     tape: &'t Tape,
     next: u32,
     left: u32,
+    /// No item is an object or an array: each is one slot.
+    flat: bool,
 }
 
 impl Iterator for Elements<'_> {
@@ -522,7 +532,11 @@ impl Iterator for Elements<'_> {
         }
         self.left -= 1;
         let item = self.next;
-        self.next = past(&self.tape.slots, item);
+        self.next = if self.flat {
+            item + 1
+        } else {
+            past(&self.tape.slots, item)
+        };
         Some(item)
     }
 }
@@ -766,23 +780,21 @@ impl Read<'_> {
     }
 
     /// The number at the cursor, as the strict reader (`serde_json`)
-    /// reads it: `None` leaves it to that reader.
+    /// reads it, its digits scanned once: `None` leaves it to that reader.
     fn number_value(&mut self) -> Option<Number> {
-        let number = self.number()?;
-        let literal = self.cursor.text.get(number.start..self.at)?;
-        let negative = literal.starts_with('-');
-        if !number.fraction && !number.exponent {
-            let integral = &self.bytes[number.integral];
-            // The strict reader reads `-0` as the float -0.0.
-            if negative && integral.iter().all(|&b| b == b'0') {
+        let start = self.at;
+        let scanned = Scanned::read(self.cursor.bytes, start)?;
+        self.at = scanned.end;
+        let literal = || self.cursor.text.get(start..scanned.end);
+        if scanned.whole {
+            if scanned.negative && scanned.significand == 0 {
+                // The strict reader reads `-0` as the float -0.0.
                 return None;
             }
             // Nineteen digits never overflow 64 bits.
-            if integral.len() <= 19 {
-                let n = integral
-                    .iter()
-                    .fold(0u64, |n, &digit| n * 10 + u64::from(digit - b'0'));
-                return if !negative {
+            if scanned.digits <= 19 {
+                let n = scanned.significand;
+                return if !scanned.negative {
                     Some(n.into())
                 } else if n <= 1 << 63 {
                     // -(2^63) included: i64::MIN.
@@ -792,15 +804,20 @@ impl Read<'_> {
                     None
                 };
             }
+            let literal = literal()?;
             if let Ok(n) = literal.parse::<u64>() {
                 return Some(n.into());
             }
             return literal.parse::<i64>().ok().map(Number::from);
         }
         // The float exactly as the strict reader rounds it.
-        let v =
-            exact_float(literal, negative).or_else(|| serde_json::from_str::<f64>(literal).ok())?;
-        if v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0 {
+        let v = match scanned.exact_float() {
+            Some(v) => v,
+            None => serde_json::from_str::<f64>(literal()?).ok()?,
+        };
+        // A float of 2^63 or more is a whole number (past 2^53 every one
+        // is), which the strict reader reads otherwise.
+        if v.abs() >= 9_223_372_036_854_775_808.0 {
             return None;
         }
         Number::from_f64(v)
@@ -815,70 +832,131 @@ impl Read<'_> {
     }
 }
 
-/// A number with a fraction or an exponent (`literal`, valid JSON), as a
-/// float, when its digits make an integer of at most 2^53 and its decimal
-/// exponent is within 22: that integer and that power of ten are floats
-/// exactly, so one multiplication or division rounds the value once,
-/// correctly, and every correct reader (the strict reader's among them,
-/// with or without its `float_roundtrip` feature) gives that very float.
-/// `None` for any other number.
-fn exact_float(literal: &str, negative: bool) -> Option<f64> {
-    const POW10: [f64; 23] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-    ];
-    let bytes = literal.as_bytes();
-    let mut at = usize::from(negative);
-    let mut significand = 0u64;
-    let mut digits = 0;
-    let mut exponent = 0i32;
-    let mut fraction = false;
-    while let Some(&byte) = bytes.get(at) {
-        match byte {
-            b'0'..=b'9' => {
-                // Leading zeros count for nothing.
-                if significand != 0 || byte != b'0' {
-                    digits += 1;
-                    if digits > 19 {
-                        return None;
-                    }
-                }
-                significand = significand * 10 + u64::from(byte - b'0');
-                exponent -= i32::from(fraction);
-            }
-            b'.' => fraction = true,
-            _ => break,
-        }
-        at += 1;
-    }
-    if let Some(rest) = bytes.get(at..).filter(|rest| !rest.is_empty()) {
-        // An exponent: `e` or `E`, a sign, digits.
-        let (sign, written) = match rest.get(1)? {
-            b'-' => (-1, rest.get(2..)?),
-            b'+' => (1, rest.get(2..)?),
-            _ => (1, rest.get(1..)?),
+/// A number in JSON's grammar, its digits scanned once: what its value
+/// is made from.
+#[derive(Debug, Clone, Copy)]
+struct Scanned {
+    negative: bool,
+    /// The value of its digits (integral and fraction, as one integer)
+    /// while they are at most 19 significant ones; past that, nothing to
+    /// read.
+    significand: u64,
+    /// How many significant digits (past leading zeros) it has.
+    digits: u32,
+    /// The power of ten the significand is scaled by: minus the fraction's
+    /// digits, plus the written exponent (while that has at most 4
+    /// digits).
+    scale: i32,
+    /// The written exponent has more than 4 digits.
+    long_exponent: bool,
+    /// Written as an integer: no fraction, no exponent.
+    whole: bool,
+    /// Where the number ends in the text.
+    end: usize,
+}
+
+impl Scanned {
+    /// The number at `at` in `bytes`, `None` when none is there in JSON's
+    /// grammar (a sign alone, a leading zero before digits, a point or an
+    /// exponent without digits).
+    fn read(bytes: &[u8], mut at: usize) -> Option<Scanned> {
+        let digit = |at: usize| {
+            bytes
+                .get(at)
+                .map(|b| b.wrapping_sub(b'0'))
+                .filter(|&d| d < 10)
         };
-        if written.is_empty() || written.len() > 4 || !written.iter().all(u8::is_ascii_digit) {
+        let negative = bytes.get(at) == Some(&b'-');
+        at += usize::from(negative);
+        let mut significand = 0u64;
+        let mut digits = 0u32;
+        match digit(at)? {
+            0 => {
+                at += 1;
+                if digit(at).is_some() {
+                    return None;
+                }
+            }
+            _ => {
+                while let Some(d) = digit(at) {
+                    significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
+                    digits += 1;
+                    at += 1;
+                }
+            }
+        }
+        let mut scale = 0i32;
+        let fraction = bytes.get(at) == Some(&b'.');
+        if fraction {
+            at += 1;
+            let from = at;
+            while let Some(d) = digit(at) {
+                // Leading zeros count for nothing.
+                digits += u32::from(significand != 0 || d != 0);
+                significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
+                scale -= 1;
+                at += 1;
+            }
+            if at == from {
+                return None;
+            }
+        }
+        let exponent = matches!(bytes.get(at), Some(b'e' | b'E'));
+        let mut long_exponent = false;
+        if exponent {
+            at += 1;
+            let minus = bytes.get(at) == Some(&b'-');
+            at += usize::from(matches!(bytes.get(at), Some(b'-' | b'+')));
+            let from = at;
+            let mut written = 0i32;
+            while let Some(d) = digit(at) {
+                if at - from < 4 {
+                    written = written * 10 + i32::from(d);
+                }
+                at += 1;
+            }
+            if at == from {
+                return None;
+            }
+            long_exponent = at - from > 4;
+            scale += if minus { -written } else { written };
+        }
+        Some(Scanned {
+            negative,
+            significand,
+            digits,
+            scale,
+            long_exponent,
+            whole: !fraction && !exponent,
+            end: at,
+        })
+    }
+
+    /// The number as a float, when its digits make an integer of at most
+    /// 2^53 and its decimal exponent is within 22: that integer and that
+    /// power of ten are floats exactly, so one multiplication or division
+    /// rounds the value once, correctly, and every correct reader (the
+    /// strict reader's among them, with or without its `float_roundtrip`
+    /// feature) gives that very float. `None` for any other number.
+    fn exact_float(&self) -> Option<f64> {
+        const POW10: [f64; 23] = [
+            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+        ];
+        if self.digits > 19 || self.long_exponent || self.significand > 1 << 53 {
             return None;
         }
-        let value = written
-            .iter()
-            .fold(0i32, |n, &digit| n * 10 + i32::from(digit - b'0'));
-        exponent += sign * value;
+        let power = *POW10.get(usize::try_from(self.scale.unsigned_abs()).ok()?)?;
+        // An integer of at most 2^53 is a float exactly.
+        #[allow(clippy::cast_precision_loss)]
+        let magnitude = self.significand as f64;
+        let value = if self.scale >= 0 {
+            magnitude * power
+        } else {
+            magnitude / power
+        };
+        Some(if self.negative { -value } else { value })
     }
-    if significand > 1 << 53 {
-        return None;
-    }
-    let power = *POW10.get(usize::try_from(exponent.unsigned_abs()).ok()?)?;
-    // An integer of at most 2^53 is a float exactly.
-    #[allow(clippy::cast_precision_loss)]
-    let magnitude = significand as f64;
-    let value = if exponent >= 0 {
-        magnitude * power
-    } else {
-        magnitude / power
-    };
-    Some(if negative { -value } else { value })
 }
 
 /// Whether no two of `keys` (where each is in `text`) are one key, even to
@@ -997,6 +1075,52 @@ fn past(slots: &[Slot], at: u32) -> u32 {
     match slots[at as usize] {
         Slot::Object(_, end) | Slot::Array(_, end) => end,
         _ => at + 1,
+    }
+}
+
+/// A scalar as the `jsonschema` crate compares two (`enum`, `const`,
+/// `uniqueItems`): one exactly when the crate finds them equal. Numbers
+/// are by their value, whatever their type: a whole number (`1`, `1.0`,
+/// `-0.0`, `1e2`) by the integer it is, any other by its float's bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Whole(i128),
+    Fraction(u64),
+    Text(&'a str),
+}
+
+impl Scalar<'_> {
+    fn number(n: &Number) -> Scalar<'static> {
+        // 2^64: every float below it that is whole is an `i128` exactly.
+        const PAST_U64: f64 = 18_446_744_073_709_551_616.0;
+        if let Some(n) = n.as_u64() {
+            Scalar::Whole(n.into())
+        } else if let Some(n) = n.as_i64() {
+            Scalar::Whole(n.into())
+        } else {
+            let float = n.as_f64().unwrap_or(f64::NAN);
+            if float.fract() == 0.0 && float.abs() < PAST_U64 {
+                #[allow(clippy::cast_possible_truncation)]
+                Scalar::Whole(float as i128)
+            } else {
+                Scalar::Fraction(float.to_bits())
+            }
+        }
+    }
+}
+
+impl Tape {
+    /// The slot at `at` as [`Scalar`], `None` for an object or an array.
+    fn scalar(&self, at: u32) -> Option<Scalar<'_>> {
+        Some(match &self.slots[at as usize] {
+            Slot::Null => Scalar::Null,
+            Slot::Bool(b) => Scalar::Bool(*b),
+            Slot::Number(n) => Scalar::number(n),
+            Slot::Text(..) => Scalar::Text(self.text(at)),
+            Slot::Object(..) | Slot::Array(..) => return None,
+        })
     }
 }
 
@@ -1200,26 +1324,33 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
     }
 
     /// Compared on the tape, each item with the ones after it, for as
-    /// many items as the crate compares so itself; a longer array's items
-    /// are built and hashed by the crate.
+    /// many items as the crate compares so itself; a longer array of
+    /// scalars sorted by what each item is to the comparison, and any
+    /// other built and hashed by the crate.
     fn is_unique(&self) -> bool {
         const PAIRWISE: usize = 15;
         let tape = self.0.tape;
         let items: smallvec::SmallVec<[u32; PAIRWISE]> = tape.elements(self.0.at).collect();
-        if items.len() > PAIRWISE {
-            let values: Vec<Value> = items.iter().map(|&item| tape.value(item)).collect();
-            return jsonschema::json::unique::is_unique(&values);
+        if items.len() <= PAIRWISE {
+            return items
+                .iter()
+                .enumerate()
+                .all(|(i, &item)| items[i + 1..].iter().all(|&other| !tape.equal(item, other)));
         }
-        items
-            .iter()
-            .enumerate()
-            .all(|(i, &item)| items[i + 1..].iter().all(|&other| !tape.equal(item, other)))
+        let scalars: Option<smallvec::SmallVec<[Scalar<'_>; 64]>> =
+            items.iter().map(|&item| tape.scalar(item)).collect();
+        if let Some(mut scalars) = scalars {
+            scalars.sort_unstable();
+            return scalars.windows(2).all(|pair| pair[0] != pair[1]);
+        }
+        let values: Vec<Value> = items.iter().map(|&item| tape.value(item)).collect();
+        jsonschema::json::unique::is_unique(&values)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{exact_float, plain_ascii, plain_ascii_in, unique_keys};
+    use super::{plain_ascii, plain_ascii_in, unique_keys, Scanned};
     use crate::detect::args::fast_path_agrees;
     use crate::Limits;
 
@@ -1289,14 +1420,127 @@ mod tests {
                 "{text}: {:?}",
                 fast_path_agrees(&text, &Limits::default())
             );
-            if let Some(float) = exact_float(literal, literal.starts_with('-')) {
+            let scanned = Scanned::read(literal.as_bytes(), 0).unwrap();
+            assert_eq!(scanned.end, literal.len(), "{literal}");
+            if let Some(float) = scanned.exact_float() {
                 let strict: f64 = serde_json::from_str(literal).unwrap();
                 assert_eq!(float.to_bits(), strict.to_bits(), "{literal}");
             }
         }
     }
 
+    /// Items alike to `uniqueItems` written apart: numbers of one value in
+    /// several spellings and types, and scalars of other types beside
+    /// them. Tokens of the array `items` uses, by index.
+    const ITEM_TOKENS: [&str; 36] = [
+        "0",
+        "-2.5",
+        "0.0",
+        "-0.0",
+        "0e5",
+        "1",
+        "1.0",
+        "1e0",
+        "10e-1",
+        "-1",
+        "-1.0",
+        "2.5",
+        "25e-1",
+        "0.25e1",
+        "100",
+        "1e2",
+        "100.000",
+        "9007199254740993",
+        "9007199254740992",
+        "9007199254740992.0",
+        "18446744073709551615",
+        "-9223372036854775808",
+        "0.1",
+        "0.10",
+        "1e-7",
+        "1E-7",
+        "\"1\"",
+        "\"\"",
+        "\"a\"",
+        "\"A\"",
+        "true",
+        "false",
+        "null",
+        "[]",
+        "[1]",
+        "{}",
+    ];
+
+    #[test]
+    fn long_arrays_of_scalars_are_unique_as_the_crate_says() {
+        // Sixteen items no two alike: 1, 2.5, 100, 2^53 + 1, 2^53,
+        // u64::MAX, i64::MIN, 0.1, 1e-7, "1", "", "a", "A", true, false,
+        // null.
+        let distinct = [
+            5, 11, 14, 17, 18, 20, 21, 22, 24, 26, 27, 28, 29, 30, 31, 32,
+        ];
+        let with = |more: &[usize]| [&distinct[..], more].concat();
+        let cases = [
+            (with(&[]), true),
+            (with(&[0]), true),
+            // 0 and -0.0; 100 and 1e2; 2^53 and 2^53 written as a float;
+            // 0.1 and 0.10; 1e-7 and 1E-7; 1 and 10e-1.
+            (with(&[0, 3]), false),
+            (with(&[15]), false),
+            (with(&[19]), false),
+            (with(&[23]), false),
+            (with(&[25]), false),
+            (with(&[8]), false),
+            (with(&[6, 10]), false),
+            // Arrays and objects among them: the crate's own way.
+            (with(&[33, 35, 34]), true),
+            (with(&[34, 34]), false),
+        ];
+        for (tokens, unique) in cases {
+            assert_eq!(unique_on_both(&tokens), (unique, unique), "{tokens:?}");
+        }
+    }
+
+    /// Whether the array of `tokens` (indices in [`ITEM_TOKENS`]) is
+    /// unique on the tape, and to the crate on `serde_json` values.
+    fn unique_on_both(tokens: &[usize]) -> (bool, bool) {
+        use jsonschema::json::{Array as _, Node as _};
+        let items: Vec<&str> = tokens.iter().map(|&i| ITEM_TOKENS[i]).collect();
+        let text = format!("{{\"n\":[{}]}}", items.join(","));
+        let tape = super::Tape::read(&text, 64).expect("on the tape");
+        let root = super::TapeNode { tape: &tape, at: 0 };
+        let object = root.as_object().expect("an object");
+        let array = jsonschema::json::Object::get(&object, &"n".into())
+            .and_then(|n| n.as_array())
+            .expect("an array");
+        let values: Vec<serde_json::Value> = items
+            .iter()
+            .map(|item| serde_json::from_str(item).expect("JSON"))
+            .collect();
+        (
+            array.is_unique(),
+            jsonschema::json::unique::is_unique(&values),
+        )
+    }
+
     proptest::proptest! {
+        /// Past the items compared pairwise, an array is unique on the
+        /// tape exactly when the crate finds it unique.
+        #[test]
+        fn arrays_are_unique_as_the_crate_says(
+            tokens in proptest::prop_oneof![
+                proptest::collection::vec(0..ITEM_TOKENS.len(), 0..40),
+                // Each token once: as often unique as not.
+                proptest::strategy::Strategy::prop_shuffle(proptest::sample::subsequence(
+                    (0..ITEM_TOKENS.len()).collect::<Vec<_>>(),
+                    14..30,
+                )),
+            ],
+        ) {
+            let (tape, crate_says) = unique_on_both(&tokens);
+            proptest::prop_assert_eq!(tape, crate_says, "{:?}", tokens);
+        }
+
         /// A float taken the short way is the very float the strict
         /// reader reads, bit for bit; and any number, in arguments, is
         /// read onto the tape as the strict reader reads it.
@@ -1311,7 +1555,9 @@ mod tests {
             ],
         ) {
             let literal = literal(negative, &integral, &fraction, &exponent);
-            if let Some(float) = exact_float(&literal, negative) {
+            let scanned = Scanned::read(literal.as_bytes(), 0).unwrap();
+            proptest::prop_assert_eq!(scanned.end, literal.len());
+            if let Some(float) = scanned.exact_float() {
                 let strict: f64 = serde_json::from_str(&literal).unwrap();
                 proptest::prop_assert_eq!(float.to_bits(), strict.to_bits(), "{}", literal);
             }
