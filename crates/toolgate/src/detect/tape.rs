@@ -579,6 +579,17 @@ impl Read<'_> {
                 items_spaced(self, b']', Read::white::<QUOTED>, |read| {
                     read.value::<QUOTED>()?;
                     len += 1;
+                    // Numbers each right after a comma, as compact text
+                    // writes an array of them: read in a loop of their
+                    // own, as the items' loop would read them.
+                    while read.bytes.get(read.at) == Some(&b',')
+                        && matches!(read.bytes.get(read.at + 1), Some(b'-' | b'0'..=b'9'))
+                    {
+                        read.at += 1;
+                        let number = read.number_value()?;
+                        read.buffers.slots.push(Slot::Number(number));
+                        len += 1;
+                    }
                     Some(())
                 })?;
                 self.close_array(at, len)
@@ -842,7 +853,7 @@ struct Scanned {
     /// read.
     significand: u64,
     /// How many significant digits (past leading zeros) it has.
-    digits: u32,
+    digits: usize,
     /// The power of ten the significand is scaled by: minus the fraction's
     /// digits, plus the written exponent (while that has at most 4
     /// digits).
@@ -868,38 +879,37 @@ impl Scanned {
         };
         let negative = bytes.get(at) == Some(&b'-');
         at += usize::from(negative);
-        let mut significand = 0u64;
-        let mut digits = 0u32;
-        match digit(at)? {
-            0 => {
-                at += 1;
-                if digit(at).is_some() {
-                    return None;
-                }
+        let (mut significand, mut digits) = if digit(at)? == 0 {
+            // A zero alone: no digit may follow it.
+            at += 1;
+            if digit(at).is_some() {
+                return None;
             }
-            _ => {
-                while let Some(d) = digit(at) {
-                    significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
-                    digits += 1;
-                    at += 1;
-                }
-            }
-        }
+            (0, 0)
+        } else {
+            let (significand, run) = digit_run(bytes, at, 0);
+            at += run;
+            (significand, run)
+        };
         let mut scale = 0i32;
         let fraction = bytes.get(at) == Some(&b'.');
         if fraction {
             at += 1;
             let from = at;
-            while let Some(d) = digit(at) {
-                // Leading zeros count for nothing.
-                digits += u32::from(significand != 0 || d != 0);
-                significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
-                scale -= 1;
-                at += 1;
+            if significand == 0 {
+                // Leading zeros count for nothing but the scale.
+                while bytes.get(at) == Some(&b'0') {
+                    at += 1;
+                }
             }
+            let (folded, run) = digit_run(bytes, at, significand);
+            significand = folded;
+            digits += run;
+            at += run;
             if at == from {
                 return None;
             }
+            scale = -i32::try_from(at - from).ok()?;
         }
         let exponent = matches!(bytes.get(at), Some(b'e' | b'E'));
         let mut long_exponent = false;
@@ -957,6 +967,64 @@ impl Scanned {
         };
         Some(if self.negative { -value } else { value })
     }
+}
+
+/// The run of decimal digits at `at` in `bytes`, eight at a time, folded
+/// onto `significand` as the digits of one integer (past 64 bits, modulo
+/// 2^64, as a digit at a time would): the integer and the run's length.
+fn digit_run(bytes: &[u8], mut at: usize, mut significand: u64) -> (u64, usize) {
+    const POW10: [u64; 9] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+    ];
+    let from = at;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        // Each byte less '0': a digit is 0 to 9. A borrow or a carry
+        // runs from a byte that is not a digit into the bytes after it
+        // only, which are past the run.
+        let values = word.wrapping_sub(0x3030_3030_3030_3030);
+        let not_digits =
+            (values.wrapping_add(0x7676_7676_7676_7676) | values) & 0x8080_8080_8080_8080;
+        let run = (not_digits.trailing_zeros() / 8) as usize;
+        if run == 0 {
+            return (significand, at - from);
+        }
+        // The run's digits as the last bytes of a word whose first ones
+        // are zeros: the same integer, eight digits long.
+        let eight = eight_digits(values << (64 - 8 * run));
+        significand = significand.wrapping_mul(POW10[run]).wrapping_add(eight);
+        at += run;
+        if run < 8 {
+            return (significand, at - from);
+        }
+    }
+    // Fewer than eight bytes left: a digit at a time.
+    while let Some(d) = bytes
+        .get(at)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|&d| d < 10)
+    {
+        significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
+        at += 1;
+    }
+    (significand, at - from)
+}
+
+/// Eight digits (0 to 9, a byte each, the first the most significant, in
+/// a little-endian word) as the integer they write: pairs, then fours,
+/// then all eight, a multiplication each.
+fn eight_digits(values: u64) -> u64 {
+    let pairs = values.wrapping_mul(10 * 256 + 1) >> 8;
+    let fours = (pairs & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 * 65_536 + 1) >> 16;
+    (fours & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 * (1 << 32) + 1) >> 32
 }
 
 /// Whether no two of `keys` (where each is in `text`) are one key, even to
@@ -1350,7 +1418,7 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_ascii, plain_ascii_in, unique_keys, Scanned};
+    use super::{digit_run, plain_ascii, plain_ascii_in, unique_keys, Scanned};
     use crate::detect::args::fast_path_agrees;
     use crate::Limits;
 
@@ -1539,6 +1607,30 @@ mod tests {
         ) {
             let (tape, crate_says) = unique_on_both(&tokens);
             proptest::prop_assert_eq!(tape, crate_says, "{:?}", tokens);
+        }
+
+        /// A run of digits read eight at a time is the run read a digit
+        /// at a time, whatever follows it and wherever it starts.
+        #[test]
+        fn digit_runs_are_read_as_a_digit_at_a_time(
+            before in "[0-9a-z.,\\-]{0,3}",
+            digits in "[0-9]{0,30}",
+            after in proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                "[^0-9][\\PC]{0,12}",
+            ],
+            significand in proptest::prop_oneof![proptest::strategy::Just(0_u64), proptest::num::u64::ANY],
+        ) {
+            let text = format!("{before}{digits}{after}");
+            let expected = digits.bytes().fold(significand, |n, d| {
+                n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+            });
+            proptest::prop_assert_eq!(
+                digit_run(text.as_bytes(), before.len(), significand),
+                (expected, digits.len()),
+                "{:?}",
+                text
+            );
         }
 
         /// A float taken the short way is the very float the strict
