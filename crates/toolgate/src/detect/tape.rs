@@ -230,7 +230,7 @@ impl Tape {
 
     /// The object.
     pub(crate) fn root(&self) -> TapeNode<'_> {
-        TapeNode { tape: self, at: 0 }
+        TapeNode::new(self, 0)
     }
 
     /// The `serde_json` object the tape holds.
@@ -1196,11 +1196,13 @@ impl Tape {
 /// representation.
 pub(crate) struct TapeJson;
 
-/// A value on a tape.
+/// A value on a tape, and its slot (found once: a schema's keywords
+/// each look at it).
 #[derive(Clone, Copy)]
 pub(crate) struct TapeNode<'a> {
     tape: &'a Tape,
     at: u32,
+    slot: &'a Slot,
 }
 
 /// An object or an array on a tape.
@@ -1231,16 +1233,21 @@ impl Json for TapeJson {
             0,
             u32::try_from(string.len()).unwrap_or(u32::MAX),
         ));
-        f(TapeNode {
-            tape: buffer,
-            at: 0,
-        })
+        f(TapeNode::new(buffer, 0))
     }
 }
 
 impl<'a> TapeNode<'a> {
+    fn new(tape: &'a Tape, at: u32) -> TapeNode<'a> {
+        TapeNode {
+            tape,
+            at,
+            slot: tape.slots.get(at as usize).unwrap_or(&Slot::Null),
+        }
+    }
+
     fn slot(&self) -> &'a Slot {
-        &self.tape.slots[self.at as usize]
+        self.slot
     }
 }
 
@@ -1326,13 +1333,7 @@ impl<'a> Iterator for TapeMembers<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let (key, value) = self.members.next()?;
-        Some((
-            self.tape.text(key),
-            TapeNode {
-                tape: self.tape,
-                at: value,
-            },
-        ))
+        Some((self.tape.text(key), TapeNode::new(self.tape, value)))
     }
 }
 
@@ -1347,10 +1348,7 @@ impl<'a> Iterator for TapeItems<'a> {
 
     fn next(&mut self) -> Option<TapeNode<'a>> {
         let at = self.items.next()?;
-        Some(TapeNode {
-            tape: self.tape,
-            at,
-        })
+        Some(TapeNode::new(self.tape, at))
     }
 }
 
@@ -1365,7 +1363,7 @@ impl<'a> Object<'a, TapeJson> for TapeContainer<'a> {
 
     fn get(&self, key: &Box<str>) -> Option<TapeNode<'a>> {
         let tape = self.0.tape;
-        tape.get(self.0.at, key).map(|at| TapeNode { tape, at })
+        tape.get(self.0.at, key).map(|at| TapeNode::new(tape, at))
     }
 
     fn members(&self) -> TapeMembers<'a> {
@@ -1576,7 +1574,7 @@ mod tests {
         let items: Vec<&str> = tokens.iter().map(|&i| ITEM_TOKENS[i]).collect();
         let text = format!("{{\"n\":[{}]}}", items.join(","));
         let tape = super::Tape::read(&text, 64).expect("on the tape");
-        let root = super::TapeNode { tape: &tape, at: 0 };
+        let root = tape.root();
         let object = root.as_object().expect("an object");
         let array = jsonschema::json::Object::get(&object, &"n".into())
             .and_then(|n| n.as_array())
