@@ -1391,25 +1391,39 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
 
     /// Compared on the tape, each item with the ones after it, for as
     /// many items as the crate compares so itself; a longer array of
-    /// scalars sorted by what each item is to the comparison, and any
-    /// other built and hashed by the crate.
+    /// whole numbers sorted as integers, of other scalars sorted by what
+    /// each item is to the comparison, and any other built and hashed by
+    /// the crate.
     fn is_unique(&self) -> bool {
         const PAIRWISE: usize = 15;
         let tape = self.0.tape;
-        let items: smallvec::SmallVec<[u32; PAIRWISE]> = tape.elements(self.0.at).collect();
-        if items.len() <= PAIRWISE {
+        let items = || tape.elements(self.0.at);
+        if Array::len(self) <= PAIRWISE {
+            let items: smallvec::SmallVec<[u32; PAIRWISE]> = items().collect();
             return items
                 .iter()
                 .enumerate()
                 .all(|(i, &item)| items[i + 1..].iter().all(|&other| !tape.equal(item, other)));
         }
+        let mut wholes: smallvec::SmallVec<[i128; 64]> = smallvec::SmallVec::new();
+        let all_whole = items().all(|item| match tape.scalar(item) {
+            Some(Scalar::Whole(n)) => {
+                wholes.push(n);
+                true
+            }
+            _ => false,
+        });
+        if all_whole {
+            wholes.sort_unstable();
+            return wholes.windows(2).all(|pair| pair[0] != pair[1]);
+        }
         let scalars: Option<smallvec::SmallVec<[Scalar<'_>; 64]>> =
-            items.iter().map(|&item| tape.scalar(item)).collect();
+            items().map(|item| tape.scalar(item)).collect();
         if let Some(mut scalars) = scalars {
             scalars.sort_unstable();
             return scalars.windows(2).all(|pair| pair[0] != pair[1]);
         }
-        let values: Vec<Value> = items.iter().map(|&item| tape.value(item)).collect();
+        let values: Vec<Value> = items().map(|item| tape.value(item)).collect();
         jsonschema::json::unique::is_unique(&values)
     }
 }
@@ -1565,13 +1579,39 @@ mod tests {
         for (tokens, unique) in cases {
             assert_eq!(unique_on_both(&tokens), (unique, unique), "{tokens:?}");
         }
+        // Whole numbers only (sorted as integers), in their spellings.
+        let wholes: Vec<String> = (1..=40).map(|n| n.to_string()).collect();
+        let mut items: Vec<&str> = wholes.iter().map(String::as_str).collect();
+        assert_eq!(unique_items_on_both(&items), (true, true));
+        for twin in ["17.0", "1.7e1", "170e-1", "40.000"] {
+            items.push(twin);
+            assert_eq!(unique_items_on_both(&items), (false, false), "{twin}");
+            items.pop();
+        }
+        for other in [
+            "-17",
+            "17.5",
+            "0",
+            "18446744073709551615",
+            "-9223372036854775808",
+        ] {
+            items.push(other);
+            assert_eq!(unique_items_on_both(&items), (true, true), "{other}");
+            items.pop();
+        }
     }
 
     /// Whether the array of `tokens` (indices in [`ITEM_TOKENS`]) is
     /// unique on the tape, and to the crate on `serde_json` values.
     fn unique_on_both(tokens: &[usize]) -> (bool, bool) {
-        use jsonschema::json::{Array as _, Node as _};
         let items: Vec<&str> = tokens.iter().map(|&i| ITEM_TOKENS[i]).collect();
+        unique_items_on_both(&items)
+    }
+
+    /// Whether the array of `items` is unique on the tape, and to the
+    /// crate on `serde_json` values.
+    fn unique_items_on_both(items: &[&str]) -> (bool, bool) {
+        use jsonschema::json::{Array as _, Node as _};
         let text = format!("{{\"n\":[{}]}}", items.join(","));
         let tape = super::Tape::read(&text, 64).expect("on the tape");
         let root = tape.root();
