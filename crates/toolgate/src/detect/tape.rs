@@ -20,7 +20,7 @@ use jsonschema::json::{cmp, Array, Json, Node, NodeIdentity, Object};
 use jsonschema::types::JsonType;
 use serde_json::{Map, Number, Value};
 
-use crate::detect::cursor::{items_spaced, reads_with_cursor, Cursor};
+use crate::detect::cursor::{items_spaced, reads_with_cursor, Cursor, Scanned};
 use crate::detect::fast::special;
 use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
@@ -797,7 +797,7 @@ impl Read<'_> {
         let scanned = Scanned::read(self.cursor.bytes, start)?;
         self.at = scanned.end;
         let literal = || self.cursor.text.get(start..scanned.end);
-        if scanned.whole {
+        if scanned.whole() {
             if scanned.negative && scanned.significand == 0 {
                 // The strict reader reads `-0` as the float -0.0.
                 return None;
@@ -841,190 +841,6 @@ impl Read<'_> {
     fn unique_keys(&self, base: usize) -> Option<()> {
         unique_keys(&self.buffers.keys[base..], &self.buffers.text)
     }
-}
-
-/// A number in JSON's grammar, its digits scanned once: what its value
-/// is made from.
-#[derive(Debug, Clone, Copy)]
-struct Scanned {
-    negative: bool,
-    /// The value of its digits (integral and fraction, as one integer)
-    /// while they are at most 19 significant ones; past that, nothing to
-    /// read.
-    significand: u64,
-    /// How many significant digits (past leading zeros) it has.
-    digits: usize,
-    /// The power of ten the significand is scaled by: minus the fraction's
-    /// digits, plus the written exponent (while that has at most 4
-    /// digits).
-    scale: i32,
-    /// The written exponent has more than 4 digits.
-    long_exponent: bool,
-    /// Written as an integer: no fraction, no exponent.
-    whole: bool,
-    /// Where the number ends in the text.
-    end: usize,
-}
-
-impl Scanned {
-    /// The number at `at` in `bytes`, `None` when none is there in JSON's
-    /// grammar (a sign alone, a leading zero before digits, a point or an
-    /// exponent without digits).
-    fn read(bytes: &[u8], mut at: usize) -> Option<Scanned> {
-        let digit = |at: usize| {
-            bytes
-                .get(at)
-                .map(|b| b.wrapping_sub(b'0'))
-                .filter(|&d| d < 10)
-        };
-        let negative = bytes.get(at) == Some(&b'-');
-        at += usize::from(negative);
-        let (mut significand, mut digits) = if digit(at)? == 0 {
-            // A zero alone: no digit may follow it.
-            at += 1;
-            if digit(at).is_some() {
-                return None;
-            }
-            (0, 0)
-        } else {
-            let (significand, run) = digit_run(bytes, at, 0);
-            at += run;
-            (significand, run)
-        };
-        let mut scale = 0i32;
-        let fraction = bytes.get(at) == Some(&b'.');
-        if fraction {
-            at += 1;
-            let from = at;
-            if significand == 0 {
-                // Leading zeros count for nothing but the scale.
-                while bytes.get(at) == Some(&b'0') {
-                    at += 1;
-                }
-            }
-            let (folded, run) = digit_run(bytes, at, significand);
-            significand = folded;
-            digits += run;
-            at += run;
-            if at == from {
-                return None;
-            }
-            scale = -i32::try_from(at - from).ok()?;
-        }
-        let exponent = matches!(bytes.get(at), Some(b'e' | b'E'));
-        let mut long_exponent = false;
-        if exponent {
-            at += 1;
-            let minus = bytes.get(at) == Some(&b'-');
-            at += usize::from(matches!(bytes.get(at), Some(b'-' | b'+')));
-            let from = at;
-            let mut written = 0i32;
-            while let Some(d) = digit(at) {
-                if at - from < 4 {
-                    written = written * 10 + i32::from(d);
-                }
-                at += 1;
-            }
-            if at == from {
-                return None;
-            }
-            long_exponent = at - from > 4;
-            scale += if minus { -written } else { written };
-        }
-        Some(Scanned {
-            negative,
-            significand,
-            digits,
-            scale,
-            long_exponent,
-            whole: !fraction && !exponent,
-            end: at,
-        })
-    }
-
-    /// The number as a float, when its digits make an integer of at most
-    /// 2^53 and its decimal exponent is within 22: that integer and that
-    /// power of ten are floats exactly, so one multiplication or division
-    /// rounds the value once, correctly, and every correct reader (the
-    /// strict reader's among them, with or without its `float_roundtrip`
-    /// feature) gives that very float. `None` for any other number.
-    fn exact_float(&self) -> Option<f64> {
-        const POW10: [f64; 23] = [
-            1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-        ];
-        if self.digits > 19 || self.long_exponent || self.significand > 1 << 53 {
-            return None;
-        }
-        let power = *POW10.get(usize::try_from(self.scale.unsigned_abs()).ok()?)?;
-        // An integer of at most 2^53 is a float exactly.
-        #[allow(clippy::cast_precision_loss)]
-        let magnitude = self.significand as f64;
-        let value = if self.scale >= 0 {
-            magnitude * power
-        } else {
-            magnitude / power
-        };
-        Some(if self.negative { -value } else { value })
-    }
-}
-
-/// The run of decimal digits at `at` in `bytes`, eight at a time, folded
-/// onto `significand` as the digits of one integer (past 64 bits, modulo
-/// 2^64, as a digit at a time would): the integer and the run's length.
-fn digit_run(bytes: &[u8], mut at: usize, mut significand: u64) -> (u64, usize) {
-    const POW10: [u64; 9] = [
-        1,
-        10,
-        100,
-        1_000,
-        10_000,
-        100_000,
-        1_000_000,
-        10_000_000,
-        100_000_000,
-    ];
-    let from = at;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        // Each byte less '0': a digit is 0 to 9. A borrow or a carry
-        // runs from a byte that is not a digit into the bytes after it
-        // only, which are past the run.
-        let values = word.wrapping_sub(0x3030_3030_3030_3030);
-        let not_digits =
-            (values.wrapping_add(0x7676_7676_7676_7676) | values) & 0x8080_8080_8080_8080;
-        let run = (not_digits.trailing_zeros() / 8) as usize;
-        if run == 0 {
-            return (significand, at - from);
-        }
-        // The run's digits as the last bytes of a word whose first ones
-        // are zeros: the same integer, eight digits long.
-        let eight = eight_digits(values << (64 - 8 * run));
-        significand = significand.wrapping_mul(POW10[run]).wrapping_add(eight);
-        at += run;
-        if run < 8 {
-            return (significand, at - from);
-        }
-    }
-    // Fewer than eight bytes left: a digit at a time.
-    while let Some(d) = bytes
-        .get(at)
-        .map(|b| b.wrapping_sub(b'0'))
-        .filter(|&d| d < 10)
-    {
-        significand = significand.wrapping_mul(10).wrapping_add(u64::from(d));
-        at += 1;
-    }
-    (significand, at - from)
-}
-
-/// Eight digits (0 to 9, a byte each, the first the most significant, in
-/// a little-endian word) as the integer they write: pairs, then fours,
-/// then all eight, a multiplication each.
-fn eight_digits(values: u64) -> u64 {
-    let pairs = values.wrapping_mul(10 * 256 + 1) >> 8;
-    let fours = (pairs & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 * 65_536 + 1) >> 16;
-    (fours & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 * (1 << 32) + 1) >> 32
 }
 
 /// Whether no two of `keys` (where each is in `text`) are one key, even to
@@ -1190,6 +1006,12 @@ impl Tape {
             Slot::Object(..) | Slot::Array(..) => return None,
         })
     }
+}
+
+/// Whether no two of `items` are equal: sorted, no two neighbours are.
+fn apart_when_sorted<T: Ord>(items: &mut [T]) -> bool {
+    items.sort_unstable();
+    items.windows(2).all(|pair| pair[0] != pair[1])
 }
 
 /// Arguments on a tape, as the `jsonschema` crate reads a JSON
@@ -1414,14 +1236,12 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
             _ => false,
         });
         if all_whole {
-            wholes.sort_unstable();
-            return wholes.windows(2).all(|pair| pair[0] != pair[1]);
+            return apart_when_sorted(&mut wholes);
         }
         let scalars: Option<smallvec::SmallVec<[Scalar<'_>; 64]>> =
             items().map(|item| tape.scalar(item)).collect();
         if let Some(mut scalars) = scalars {
-            scalars.sort_unstable();
-            return scalars.windows(2).all(|pair| pair[0] != pair[1]);
+            return apart_when_sorted(&mut scalars);
         }
         let values: Vec<Value> = items().map(|item| tape.value(item)).collect();
         jsonschema::json::unique::is_unique(&values)
@@ -1430,8 +1250,9 @@ impl<'a> Array<'a, TapeJson> for TapeContainer<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{digit_run, plain_ascii, plain_ascii_in, unique_keys, Scanned};
+    use super::{plain_ascii, plain_ascii_in, unique_keys};
     use crate::detect::args::fast_path_agrees;
+    use crate::detect::cursor::{digit_run, Scanned};
     use crate::Limits;
 
     /// A JSON number from its parts: sign, integral digits, fraction
@@ -1696,7 +1517,7 @@ mod tests {
             fraction in "[0-9]{0,20}",
             exponent in proptest::prop_oneof![
                 proptest::strategy::Just(String::new()),
-                "[eE][+-]?[0-9]{1,4}",
+                "[eE][+-]?[0-9]{1,6}",
             ],
         ) {
             let literal = literal(negative, &integral, &fraction, &exponent);
