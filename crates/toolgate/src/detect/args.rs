@@ -261,12 +261,21 @@ fn has_inexact_integer(text: &str) -> bool {
         } else if byte == b'-' || byte.is_ascii_digit() {
             let start = at;
             at += 1;
-            while at < bytes.len() && bytes[at].is_ascii_digit() {
-                at += 1;
-            }
-            let integral = !matches!(bytes.get(at), Some(b'.' | b'e' | b'E'));
+            at += digits_at(&bytes[at..]);
             let literal = &text[start..at];
-            if integral && literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
+            if matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
+                // A float: its fraction and exponent are its own, not
+                // integers of their own.
+                if bytes.get(at) == Some(&b'.') {
+                    at += 1;
+                    at += digits_at(&bytes[at..]);
+                }
+                if matches!(bytes.get(at), Some(b'e' | b'E')) {
+                    at += 1;
+                    at += usize::from(matches!(bytes.get(at), Some(b'-' | b'+')));
+                    at += digits_at(&bytes[at..]);
+                }
+            } else if literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
                 return true;
             }
             continue;
@@ -274,6 +283,11 @@ fn has_inexact_integer(text: &str) -> bool {
         at += 1;
     }
     false
+}
+
+/// How many ASCII digits `bytes` starts with.
+fn digits_at(bytes: &[u8]) -> usize {
+    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// The JSON type name of a value, for messages.
@@ -710,6 +724,42 @@ mod tests {
             }
         }
         assert!(taken >= 6, "the fast path took {taken}");
+    }
+
+    #[test]
+    fn only_an_integer_past_64_bits_is_too_large() {
+        let limits = Limits::default();
+        let read = |text: &str| {
+            let strict = strict_object(text, &limits).map_err(|err| err.reason);
+            assert_eq!(
+                fast_path_agrees(text, &limits).map(|_| ()),
+                Ok(()),
+                "{text}"
+            );
+            strict
+        };
+        // Floats past 2^63, however written: a float to every reader,
+        // beside integers within 64 bits and whatever their fraction and
+        // exponent hold.
+        for text in [
+            r#"{"n":[6.02214076e+23,1e19,-9.3e18,1.5E20]}"#,
+            r#"{"n":10000000000000000000.20000000000000000000}"#,
+            r#"{"n":[1e19,1e-99999999999999999999,2.5e+00000000000000000001]}"#,
+            r#"{"n":[18446744073709551615,-9223372036854775808,1e30]}"#,
+        ] {
+            assert!(read(text).is_ok(), "{text}");
+        }
+        for text in [
+            r#"{"n":[1e19,18446744073709551616]}"#,
+            r#"{"n":[-9223372036854775809,1.5]}"#,
+            r#"{"n":[1.0e30,"18446744073709551616",100000000000000000000000]}"#,
+        ] {
+            assert_eq!(
+                read(text),
+                Err(ArgumentErrorReason::ImpreciseNumber),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! rest, exactly: the tape it finishes is the one `Tape::read` gives for
 //! the JSON text of the same object, and it finishes none when `Tape::read`
 //! would give none for that text (a key given twice or twice to a reader
-//! that ignores case, a float whole past 2^63, NaN or infinity, nesting
+//! that ignores case, NaN or infinity, nesting
 //! near the bound). It gives up too when it is used out of order (a value
 //! where a key belongs, a container closed that is not the innermost): its
 //! tapes always hold whole objects.
@@ -190,9 +190,10 @@ impl TapeWriter {
         self.number(Number::from(value))
     }
 
-    /// A float, as `Tape::read` reads the text `serde_json` writes of it:
-    /// none whole past 2^63 (the strict reader's),
-    /// no NaN or infinity; read back by `serde_json`, which may round it.
+    /// A float, as `Tape::read` reads the text `serde_json` writes of it
+    /// (with a point or an exponent, so a float to the strict reader
+    /// however large): no NaN or infinity; read back by `serde_json`,
+    /// which may round it.
     pub fn f64(&mut self, value: f64) -> Option<()> {
         let mut buffer = [0_u8; 32];
         let mut out = &mut buffer[..];
@@ -202,14 +203,9 @@ impl TapeWriter {
         let left = out.len();
         let literal = &buffer[..buffer.len() - left];
         let read = serde_json::from_slice::<f64>(literal).ok();
-        match read {
-            Some(v) if !(v.fract() == 0.0 && v.abs() >= 9_223_372_036_854_775_808.0) => {
-                match Number::from_f64(v) {
-                    Some(number) => self.number(number),
-                    None => self.fail(),
-                }
-            }
-            _ => self.fail(),
+        match read.and_then(Number::from_f64) {
+            Some(number) => self.number(number),
+            None => self.fail(),
         }
     }
 
