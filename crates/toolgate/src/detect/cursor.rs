@@ -405,6 +405,18 @@ mod tests {
             cursor.space();
             assert_eq!(cursor.at, after_space(text, 0), "{text:?}");
         }
+        // Every indentation up to past four 8-byte words, after a line end
+        // or not, with what follows it or at the text's end.
+        for spaces in 0..40 {
+            for lead in ["", "\n", " ", "\r\n", "\t"] {
+                for after in ["", "x", "\"key\": 1", "\n", "\t}", &"y".repeat(40)] {
+                    let text = format!("{lead}{}{after}", " ".repeat(spaces));
+                    let mut cursor = Cursor::new(&text);
+                    cursor.space();
+                    assert_eq!(cursor.at, after_space(&text, 0), "{text:?}");
+                }
+            }
+        }
     }
 
     proptest! {

@@ -31,7 +31,7 @@
 //!                                                                      "arguments": any}}]}}]}
 //!
 //! {"id": any, "type": "message", "role": "assistant", "model": any,
-//!  "content": null | a string | [{"type": "text"}
+//!  "content": null | a string | [{"type": "text" | "thinking"}
 //!                                | {"type": "tool_use", "id": null | a string,
 //!                                   "name": a string, "input": any but a list}]}
 //!
@@ -507,7 +507,7 @@ impl<'a> Scan<'a> {
     }
 
     /// A content block: whether it is a call (a `tool_use` block; a `text`
-    /// block is none).
+    /// or `thinking` block is none).
     fn block(&mut self, calls: &mut Calls<'a>) -> Option<bool> {
         let (mut kind, mut id, mut name, mut input) = (None, None, None, None);
         self.fields(|scan, field| match field {
@@ -541,7 +541,11 @@ impl<'a> Scan<'a> {
                 });
                 Some(true)
             }
-            ("text", None) if id.is_none() && input.is_none() => Some(false),
+            // Text, and a model's thinking (extended thinking's blocks,
+            // which agents built on Claude's reasoning models get in most
+            // answers), is no call. (A `redacted_thinking` block holds its
+            // text under `data`, a key of the table: the general reader's.)
+            ("text" | "thinking", None) if id.is_none() && input.is_none() => Some(false),
             _ => None,
         }
     }
@@ -1474,6 +1478,8 @@ mod tests {
             r#"  {"choices":[]}  "#,
             r#"{"id":"msg_01P4","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_010q","name":"get_weather","input":{"location":"Berlin, Germany","unit":"fahrenheit"}},{"type":"tool_use","id":"toolu_01xY","name":"get_current_time","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1470,"cache_creation_input_tokens":0,"output_tokens":300,"service_tier":"standard"}}"#,
             r#"{"type":"message","role":"assistant","content":"Hello."}"#,
+            // Extended thinking: its blocks before the calls.
+            r#"{"id":"msg_01Aq","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"thinking","thinking":"The user wants the weather in Berlin: get_weather, in fahrenheit.","signature":"EqQBCkYIBxgCKkBs3z+9w=="},{"type":"tool_use","id":"toolu_01Xq","name":"get_weather","input":{"location":"Berlin, Germany","unit":"fahrenheit"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1470,"output_tokens":300}}"#,
             // Keys of the table the path does not name, `null`: no key at
             // all to both general readers.
             r#"{"error":null,"tools":null,"choices":[{"delta":null,"message":{"role":"assistant","name":null,"function_call":null,"tool_call_id":null,"content":null,"tool_calls":[{"id":"c1","input":null,"type":"function","function":{"name":"f","parameters":null,"arguments":"{}"}}]}}]}"#,
