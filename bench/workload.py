@@ -48,6 +48,12 @@ Shapes (bench/shapes/):
   numbers    arguments dense with numbers: arrays of integers and floats
              under bounds, `multipleOf`, `uniqueItems` and `prefixItems`,
              constants written with exponents
+  openai-thinking, anthropic-thinking, gemini-thinking, bedrock-thinking
+             the calls of openai, anthropic, gemini and bedrock from a
+             reasoning model: its thought before the calls, as each API
+             sends it (`reasoning_content` in the message; a `thinking`
+             block and its signature; a thought part, and the first call's
+             `thoughtSignature`; a `reasoningContent` block)
 
 Layouts (whole bodies; the same calls, defects and arguments strings):
   compact    no whitespace between tokens (the default)

@@ -3,7 +3,9 @@ from .deep import Deep
 from .formats import Formats
 from .large import Large
 from .numbers import Numbers
-from .openai import Anthropic, Bedrock, BedrockStream, ChatSse, Gemini, GeminiSse, MessagesSse, OpenAI, Responses, ResponsesSse, VercelSse
+from .openai import (Anthropic, AnthropicThinking, Bedrock, BedrockStream, BedrockThinking, ChatSse, Gemini, GeminiSse,
+                     GeminiThinking, MessagesSse, OpenAI, OpenAIThinking, Responses, ResponsesSse, VercelSse)
 from .small import Small
 
-SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Gemini, Bedrock, ChatSse, MessagesSse, ResponsesSse, GeminiSse, BedrockStream, VercelSse, Small, Large, Deep, Formats, Numbers]}
+SHAPES = {shape.name: shape for shape in [OpenAI, Anthropic, Responses, Gemini, Bedrock, ChatSse, MessagesSse, ResponsesSse, GeminiSse, BedrockStream, VercelSse, Small, Large, Deep, Formats, Numbers,
+                                             OpenAIThinking, AnthropicThinking, GeminiThinking, BedrockThinking]}

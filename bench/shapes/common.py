@@ -1,6 +1,7 @@
 """What every workload shape shares: random values, the policy's YAML, the
 two wire formats (OpenAI Chat Completions and Anthropic Messages
 responses), the defects every shape can have, and the generator loop."""
+import base64
 import json
 import os
 import random
@@ -146,8 +147,10 @@ def is_flow(value):
 # A call is (id characters, name sent, arguments text).
 
 
-def chat_completion(i, v, calls):
-    """One OpenAI Chat Completions response carrying `calls`, as a line."""
+def chat_completion(i, v, calls, reasoning=False):
+    """One OpenAI Chat Completions response carrying `calls`, as a line;
+    with `reasoning`, the model's thought in the message's
+    `reasoning_content`, as DeepSeek, vLLM and OpenRouter send it."""
     prompt = v.r.randint(300, 4000)
     completion = v.r.randint(15, 60) * len(calls)
     body = {
@@ -170,7 +173,32 @@ def chat_completion(i, v, calls):
         "service_tier": "default",
         "system_fingerprint": "fp_" + v.alnum(10, "0123456789abcdef"),
     }
+    if reasoning:
+        message = body["choices"][0]["message"]
+        body["choices"][0]["message"] = {"role": "assistant", "reasoning_content": thinking(i)[0],
+                                         **{k: m for k, m in message.items() if k != "role"}}
     return compact(body)
+
+
+THOUGHTS = ["The user wants this done now, so I should call the tool with what they gave.",
+            "First I check which tool fits the request and which arguments it needs.",
+            "The amount and the currency are given; the reference is optional.",
+            "I could ask for the missing detail, but the request is clear enough.",
+            "Two lookups are independent, so both calls can go out at once.",
+            "The date is relative: today is the first of the month, so next Friday is the fifth.",
+            "Let me make sure the identifier is the one from the earlier message."]
+
+
+def thinking(i):
+    """What a reasoning model sends before its calls in payload i: its
+    thought (one to six sentences) and the signature that seals it (150 to
+    600 random bytes in base64), drawn apart from the payload's other
+    draws, so that the calls and defects are those of the shape without
+    thinking."""
+    r = random.Random(1_000_003 * i + 7)
+    text = " ".join(r.choice(THOUGHTS) for _ in range(r.randint(1, 6)))
+    signature = base64.b64encode(bytes(r.getrandbits(8) for _ in range(r.randint(150, 600)))).decode()
+    return text, signature
 
 
 CLAUDE_MODELS = ["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "claude-opus-4-1-20250805"]
@@ -178,7 +206,7 @@ OPENERS = ["I'll take care of that.", "Let me look into this for you.", "Sure, o
            "I'll do that now, step by step.", "Good idea: let me check first."]
 
 
-def message(i, v, calls, extra):
+def message(i, v, calls, extra, reasoning=False):
     """The same calls as one Anthropic Messages response, as a line: a
     `text` block (four times in five), then one `tool_use` block a call
     whose `input` is the arguments object itself, sent as written (a key
@@ -186,7 +214,8 @@ def message(i, v, calls, extra):
     short, a Python dict) are sent as a string, which is what a client
     that stores the streamed `partial_json` unparsed sends. The random
     draws are those of `chat_completion`, so payload i holds the same
-    calls in both formats; what only this format has comes from `extra`."""
+    calls in both formats; what only this format has comes from `extra`.
+    With `reasoning`, a `thinking` block (extended thinking) comes first."""
     prompt = v.r.randint(300, 4000)
     completion = v.r.randint(15, 60) * len(calls)
     msg_id = v.alnum(29)
@@ -200,6 +229,9 @@ def message(i, v, calls, extra):
         content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
                         "input": f"\x00input{k}\x00"})
         inputs.append(input_text(text))
+    if reasoning:
+        thought, signature = thinking(i)
+        content.insert(0, {"type": "thinking", "thinking": thought, "signature": signature})
     body = {
         "id": "msg_01" + msg_id[:22],
         "type": "message",
@@ -393,24 +425,27 @@ def responses_sse(i, v, calls, extra, tools):
     return sse(events)
 
 
-def gemini(i, v, calls, extra):
+def gemini(i, v, calls, extra, reasoning=False):
     """The same calls as one Gemini `generateContent` answer, as a line: a
     `text` part (four times in five), then one `functionCall` part a call
     whose `args` is the arguments object as written (a string when the
     text is no JSON object, as for `message`). The random draws are those
-    of `message`."""
-    return _object_calls(i, v, calls, extra, "gemini")
+    of `message`. With `reasoning`, a thought part comes first and the
+    first call's part carries its `thoughtSignature`, as Gemini 2.5 sends
+    them."""
+    return _object_calls(i, v, calls, extra, "gemini", reasoning)
 
 
-def bedrock(i, v, calls, extra):
+def bedrock(i, v, calls, extra, reasoning=False):
     """The same calls as one Bedrock Converse answer, as a line: a `text`
     block (four times in five), then one `toolUse` block a call whose
     `input` is the arguments object as written (a string when the text is
-    no JSON object). The random draws are those of `message`."""
-    return _object_calls(i, v, calls, extra, "bedrock")
+    no JSON object). The random draws are those of `message`. With
+    `reasoning`, a `reasoningContent` block comes first."""
+    return _object_calls(i, v, calls, extra, "bedrock", reasoning)
 
 
-def _object_calls(i, v, calls, extra, wire):
+def _object_calls(i, v, calls, extra, wire, reasoning=False):
     """`gemini` or `bedrock`: the calls' arguments sent as objects."""
     prompt = v.r.randint(300, 4000)
     completion = v.r.randint(15, 60) * len(calls)
@@ -423,6 +458,11 @@ def _object_calls(i, v, calls, extra, wire):
         parts = ([{"text": opener}] if opener else []) + [
             {"functionCall": {"name": name, "args": f"\x00input{k}\x00"}}
             for k, (_, name, _) in enumerate(calls)]
+        if reasoning:
+            thought, signature = thinking(i)
+            first = next(part for part in parts if "functionCall" in part)
+            first["thoughtSignature"] = signature
+            parts.insert(0, {"text": thought, "thought": True})
         body = {
             "candidates": [{"content": {"parts": parts, "role": "model"},
                             "finishReason": "STOP", "index": 0}],
@@ -435,6 +475,9 @@ def _object_calls(i, v, calls, extra, wire):
         content = ([{"text": opener}] if opener else []) + [
             {"toolUse": {"toolUseId": "tooluse_" + cid[:22], "name": name, "input": f"\x00input{k}\x00"}}
             for k, (cid, name, _) in enumerate(calls)]
+        if reasoning:
+            thought, signature = thinking(i)
+            content.insert(0, {"reasoningContent": {"reasoningText": {"text": thought, "signature": signature}}})
         body = {
             "output": {"message": {"role": "assistant", "content": content}},
             "stopReason": "tool_use",
@@ -691,6 +734,9 @@ class Shape:
     unknown_names = []
     # Whether the arguments hold free text that `--text` writes otherwise.
     free_text = False
+    # Whether a reasoning model's thought comes before the calls (the
+    # `openai`, `anthropic`, `gemini` and `bedrock` wires).
+    reasoning = False
 
     # What a subclass may change.
 
@@ -790,13 +836,13 @@ class Shape:
                 text, name = self.clean_call(v, tool), tool
             calls.append((v.alnum(24), name, text))
         if self.wire == "anthropic":
-            return message(i, v, calls, extra), len(calls), record
+            return message(i, v, calls, extra, self.reasoning), len(calls), record
         if self.wire == "responses":
             return response(i, v, calls, extra, self.tools), len(calls), record
         if self.wire == "gemini":
-            return gemini(i, v, calls, extra), len(calls), record
+            return gemini(i, v, calls, extra, self.reasoning), len(calls), record
         if self.wire == "bedrock":
-            return bedrock(i, v, calls, extra), len(calls), record
+            return bedrock(i, v, calls, extra, self.reasoning), len(calls), record
         if self.wire == "chat_sse":
             return chat_sse(i, v, calls, extra), len(calls), record
         if self.wire == "messages_sse":
@@ -809,7 +855,7 @@ class Shape:
             return responses_sse(i, v, calls, extra, self.tools), len(calls), record
         if self.wire == "vercel_sse":
             return vercel_sse(i, v, calls, extra, self.tools), len(calls), record
-        return chat_completion(i, v, calls), len(calls), record
+        return chat_completion(i, v, calls, self.reasoning), len(calls), record
 
     def policy_yaml(self):
         if self.wire == "anthropic":

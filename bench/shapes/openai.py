@@ -404,3 +404,31 @@ class Anthropic(OpenAI):
     calls and the defect of payload i of `openai`."""
     name = "anthropic"
     wire = "anthropic"
+
+
+class OpenAIThinking(OpenAI):
+    """The calls of `openai` from a reasoning model: its thought in the
+    message's `reasoning_content` (DeepSeek, vLLM, OpenRouter)."""
+    name = "openai-thinking"
+    reasoning = True
+
+
+class AnthropicThinking(Anthropic):
+    """The calls of `anthropic` with extended thinking: a `thinking` block
+    and its signature before the blocks."""
+    name = "anthropic-thinking"
+    reasoning = True
+
+
+class GeminiThinking(Gemini):
+    """The calls of `gemini` from a thinking model: a thought part first,
+    the first call's part carrying the `thoughtSignature`."""
+    name = "gemini-thinking"
+    reasoning = True
+
+
+class BedrockThinking(Bedrock):
+    """The calls of `bedrock` with a model's reasoning: a
+    `reasoningContent` block and its signature first."""
+    name = "bedrock-thinking"
+    reasoning = True

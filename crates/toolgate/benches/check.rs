@@ -88,7 +88,7 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 16] = [
+const SHAPES: [&str; 20] = [
     "openai",
     "anthropic",
     "responses",
@@ -105,6 +105,10 @@ const SHAPES: [&str; 16] = [
     "deep",
     "formats",
     "numbers",
+    "openai-thinking",
+    "anthropic-thinking",
+    "gemini-thinking",
+    "bedrock-thinking",
 ];
 
 /// The layouts a whole body may also be sent in (`bench/workload.py

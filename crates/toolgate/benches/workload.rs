@@ -189,7 +189,9 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         })
         .collect();
     Naive {
-        wire: match workload.shape.as_str() {
+        // (A reasoning model's answers, `anthropic-thinking`, are in their
+        // API's wire format.)
+        wire: match workload.shape.trim_end_matches("-thinking") {
             "anthropic" => Wire::Messages,
             "responses" => Wire::Responses,
             "gemini" => Wire::Gemini,
