@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking}"
+shapes="${*:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking large-anthropic}"
 out="$target/profile-check"
 mkdir -p "$out"
 cargo build --release -p toolgate --example check_workload

@@ -42,6 +42,9 @@ Shapes (bench/shapes/):
   small      10 calls a payload with tiny arguments
   large      1 to 3 calls of a coding agent, at least one with an 8-32 KB
              string dense with escapes (source code, diffs)
+  large-anthropic  the calls of large as Anthropic Messages responses:
+             each `tool_use` block's `input` the arguments object, its
+             long string read once by every reader
   deep       schemas with `$defs`/`$ref`, `oneOf`, `allOf`, recursion and
              `unevaluatedProperties: false`, nested several levels
   formats    arguments dense with email, date-time, date, uri, uuid, ipv4

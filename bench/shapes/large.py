@@ -279,3 +279,12 @@ class Large(Shape):
         at = v.r.randint(0, len(args[key]))
         args[key] = args[key][:at] + UNESCAPED + args[key][at:]
         return compact(args).replace(UNESCAPED, {"quote": "\\'", "hex": "\\x41", "tab": "\t"}[how])
+
+
+class LargeAnthropic(Large):
+    """The calls of `large` as Anthropic Messages responses, as a coding
+    agent built on Claude gets them: each `tool_use` block's `input` the
+    arguments object itself, its 8-32 KB string read once by every reader
+    (no arguments string to decode first)."""
+    name = "large-anthropic"
+    wire = "anthropic"

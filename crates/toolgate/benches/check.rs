@@ -88,7 +88,7 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 20] = [
+const SHAPES: [&str; 21] = [
     "openai",
     "anthropic",
     "responses",
@@ -109,6 +109,7 @@ const SHAPES: [&str; 20] = [
     "anthropic-thinking",
     "gemini-thinking",
     "bedrock-thinking",
+    "large-anthropic",
 ];
 
 /// The layouts a whole body may also be sent in (`bench/workload.py
@@ -120,7 +121,14 @@ const LAYOUTS: [&str; 2] = ["spaced", "indent"];
 const TEXTS: [&str; 2] = ["unicode", "escaped"];
 
 /// The shapes whose calls hold no free text to write otherwise.
-const NO_FREE_TEXT: [&str; 5] = ["small", "large", "deep", "formats", "numbers"];
+const NO_FREE_TEXT: [&str; 6] = [
+    "small",
+    "large",
+    "deep",
+    "formats",
+    "numbers",
+    "large-anthropic",
+];
 
 /// Whether `name` is a shape, a whole-body shape in another layout, or a
 /// shape with free text written another way.

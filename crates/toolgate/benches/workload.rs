@@ -189,9 +189,13 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
         })
         .collect();
     Naive {
-        // (A reasoning model's answers, `anthropic-thinking`, are in their
-        // API's wire format.)
-        wire: match workload.shape.trim_end_matches("-thinking") {
+        // (A reasoning model's answers, `anthropic-thinking`, and a coding
+        // agent's, `large-anthropic`, are in their API's wire format.)
+        wire: match workload
+            .shape
+            .trim_end_matches("-thinking")
+            .trim_start_matches("large-")
+        {
             "anthropic" => Wire::Messages,
             "responses" => Wire::Responses,
             "gemini" => Wire::Gemini,
