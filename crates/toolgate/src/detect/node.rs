@@ -978,6 +978,9 @@ pub(crate) fn decode_with(
             // as Python's `json.dumps` writes every character past
             // ASCII): no run of plain text to look for.
         } else if let Some(chunk) = bytes.get(at..at + 16) {
+            // (This step and the eight-byte one below are written out: one
+            // helper giving the run and the width for both measured 12 to
+            // 17% slower on `large` and `large-anthropic`, check_ab.sh.)
             let chunk: [u8; 16] = chunk.try_into().ok()?;
             out.get_mut(written..written + 16)?.copy_from_slice(&chunk);
             let found = special_mask16(chunk);
