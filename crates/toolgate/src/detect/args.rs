@@ -16,6 +16,7 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
+use crate::detect::cursor::Scanned;
 use crate::detect::limits::Limits;
 use crate::detect::node::KeyText;
 use crate::detect::tape::{Refused, Tape};
@@ -259,35 +260,23 @@ fn has_inexact_integer(text: &str) -> bool {
         } else if byte == b'"' {
             in_string = true;
         } else if byte == b'-' || byte.is_ascii_digit() {
-            let start = at;
-            at += 1;
-            at += digits_at(&bytes[at..]);
-            let literal = &text[start..at];
-            if matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
-                // A float: its fraction and exponent are its own, not
-                // integers of their own.
-                if bytes.get(at) == Some(&b'.') {
-                    at += 1;
-                    at += digits_at(&bytes[at..]);
-                }
-                if matches!(bytes.get(at), Some(b'e' | b'E')) {
-                    at += 1;
-                    at += usize::from(matches!(bytes.get(at), Some(b'-' | b'+')));
-                    at += digits_at(&bytes[at..]);
-                }
-            } else if literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
+            // The number whole, in the grammar every reader here uses: a
+            // float's fraction and exponent are its own, not integers.
+            let Some(number) = Scanned::read(bytes, at) else {
+                // (Valid JSON has none such: refused rather than guessed.)
+                return true;
+            };
+            let literal = &text[at..number.end];
+            if number.whole() && literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err()
+            {
                 return true;
             }
+            at = number.end;
             continue;
         }
         at += 1;
     }
     false
-}
-
-/// How many ASCII digits `bytes` starts with.
-fn digits_at(bytes: &[u8]) -> usize {
-    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// The JSON type name of a value, for messages.
