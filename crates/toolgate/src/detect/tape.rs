@@ -22,7 +22,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::detect::cursor::{items_spaced, reads_with_cursor, Cursor, Scanned};
 use crate::detect::fast::special;
-use crate::detect::node::{decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
+use crate::detect::node::{chars, decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
 
 mod writer;
 
@@ -1120,6 +1120,13 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
 
     fn as_string(&self) -> Option<Cow<'a, str>> {
         matches!(self.slot(), Slot::Text(..)).then(|| Cow::Borrowed(self.tape.text(self.at)))
+    }
+
+    fn string_length(&self) -> Option<u64> {
+        match self.slot() {
+            Slot::Text(..) => u64::try_from(chars(self.tape.text(self.at))).ok(),
+            _ => None,
+        }
     }
 
     fn as_number(&self) -> Option<&'a Number> {
