@@ -934,20 +934,15 @@ pub(crate) fn chars(text: &str) -> usize {
     let bytes = text.as_bytes();
     let mut chunks = bytes.chunks_exact(32);
     let mut count = 0;
-    loop {
+    while chunks.len() > 0 {
         let (mut low, mut high) = (u8x16::ZERO, u8x16::ZERO);
-        let mut taken = 0;
         for chunk in chunks.by_ref().take(255) {
             low -= continuing(&chunk[..16]);
             high -= continuing(&chunk[16..]);
-            taken += 1;
         }
         count += (low.to_array().iter().chain(&high.to_array()))
             .map(|&n| usize::from(n))
             .sum::<usize>();
-        if taken < 255 {
-            break;
-        }
     }
     let rest = chunks.remainder();
     count += rest.iter().filter(|&&b| b & 0xC0 == 0x80).count();

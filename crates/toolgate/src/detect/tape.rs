@@ -1123,10 +1123,10 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
     }
 
     fn string_length(&self) -> Option<u64> {
-        match self.slot() {
-            Slot::Text(..) => u64::try_from(chars(self.tape.text(self.at))).ok(),
-            _ => None,
-        }
+        // (A count past u64, which no text reaches, as the longest: never
+        // `None`, which the crate reads as no string at all.)
+        matches!(self.slot(), Slot::Text(..))
+            .then(|| u64::try_from(chars(self.tape.text(self.at))).unwrap_or(u64::MAX))
     }
 
     fn as_number(&self) -> Option<&'a Number> {
