@@ -998,8 +998,10 @@ pub(crate) fn decode_with(
 ) -> Option<(usize, usize)> {
     let (mut at, mut written) = (0, from);
     loop {
-        // Room for a whole run, or a surrogate pair's four bytes.
-        if out.len() < written + 16 {
+        // Room for a whole chunk, and past the run it holds (fifteen bytes
+        // at most) for the four bytes of a surrogate pair: less, and a pair
+        // that ends a chunk's run near the buffer's end was refused.
+        if out.len() < written + 32 {
             // Twice what is written so far, at least 64 bytes more.
             out.resize(written + (written - from).max(64), 0);
         }
@@ -1352,6 +1354,28 @@ mod tests {
         ) {
             let text = text.repeat(repeat);
             proptest::prop_assert_eq!(super::chars(&text), text.chars().count());
+        }
+    }
+
+    /// An escape read after a run of every length from every offset of
+    /// the buffer: a surrogate pair (four bytes) or a three-byte
+    /// character past a run that ends near the buffer's end once was
+    /// refused.
+    #[test]
+    fn escapes_decode_after_runs_of_every_length() {
+        for escape in [r"\ud83d\ude00", r"\u4e2d", r"\u00e9", r"\n", r"\u0041"] {
+            for run in 0..140 {
+                let literal = format!("\"{}{escape}\"", "x".repeat(run));
+                let serde: String = serde_json::from_str(&literal).unwrap();
+                let body = &literal.as_bytes()[1..];
+                // A buffer of its own: one grown by earlier strings has room.
+                let mut out = Vec::new();
+                let (end, written) = super::decode(body, &mut out, 0).expect(&literal);
+                assert_eq!(
+                    (end + 2, &out[..written]),
+                    (literal.len(), serde.as_bytes())
+                );
+            }
         }
     }
 
