@@ -949,6 +949,189 @@ pub(crate) fn chars(text: &str) -> usize {
     bytes.len() - count
 }
 
+/// A JSON string checked as [`decode`] checks it, but not decoded: `bytes`
+/// start past its opening quote (and are UTF-8, as every text read is).
+/// Where its closing quote is and how many characters its text holds, or
+/// `None` where `decode` says `None`.
+///
+/// Sixty-four bytes a step, each kind of byte a bit a byte: no step waits
+/// on where the last escape ended, as a decoder's does (the next run is
+/// found from the end of the last), so text dense with escapes costs what
+/// plain text does. A byte is escaped when the run of backslashes before
+/// it is odd, found for the whole step at once by adding the runs that
+/// start on odd bytes to the backslashes: the carry clears a run, leaving
+/// its parity in where the sum's bits flip. What escapes do to the count:
+/// each takes its backslash, a `\uXXXX` four digits more, a surrogate pair
+/// one character more (looked at one by one: the only escapes that are).
+pub(crate) fn scan(bytes: &[u8]) -> Option<(usize, usize)> {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // Whether the step's first byte is escaped (a backslash the last
+    // step ended on).
+    let mut carried_escape = 0_u64;
+    // Where the last step's `\u` escapes want hex digits in this one.
+    let mut carried_digits = 0_u64;
+    // Where a surrogate pair's second `u` is, its first half seen.
+    let mut low_half = usize::MAX;
+    let (mut base, mut count) = (0, 0_usize);
+    let mut padded = [0; 64];
+    loop {
+        // Past the text's end, zeros: control characters, so that a
+        // string that does not end before them is refused.
+        let step: &[u8; 64] = if let Some(step) = bytes.get(base..base + 64) {
+            step.try_into().ok()?
+        } else {
+            let rest = bytes.get(base..)?;
+            padded[..rest.len()].copy_from_slice(rest);
+            &padded
+        };
+        let block = Block::of(step);
+        let backslash = block.backslash & !carried_escape;
+        let follows = backslash << 1 | carried_escape;
+        let odd_starts = backslash & !EVEN & !follows;
+        let (even_runs, carry) = odd_starts.overflowing_add(backslash);
+        let escaped = (EVEN ^ (even_runs << 1)) & follows;
+        carried_escape = u64::from(carry);
+        // The closing quote, if in this step: the bytes up to it (`within`)
+        // and through it (`through`).
+        let end = block.quote & !escaped;
+        let (len, within, through) = if end == 0 {
+            (64, u64::MAX, u64::MAX)
+        } else {
+            let at = end.trailing_zeros();
+            (at, (1 << at) - 1, u64::MAX >> (63 - at))
+        };
+        let escaped = escaped & within;
+        if (block.control | (escaped & !block.allowed)) & within != 0 {
+            return None;
+        }
+        // An escape takes its backslash from the count, a continuation
+        // byte takes itself (never an escaped byte: those are ASCII).
+        let taken = (block.continuation & within) | escaped;
+        // (Wrapping: what a step takes may be counted in the next.)
+        count = count.wrapping_add((len - taken.count_ones()) as usize);
+        let wide = escaped & block.u;
+        let digits = carried_digits;
+        carried_digits = 0;
+        if wide != 0 || digits != 0 {
+            let want = u128::from(wide);
+            let want = want << 1 | want << 2 | want << 3 | want << 4 | u128::from(digits);
+            #[allow(clippy::cast_possible_truncation)]
+            let (digits, carried) = (want as u64, (want >> 64) as u64);
+            carried_digits = carried;
+            if digits & !hex(step) & through != 0 {
+                return None;
+            }
+            // Four digits more to each.
+            count = count.wrapping_sub(4 * wide.count_ones() as usize);
+            // A `\u` whose first digit is `d` (the last byte's, whose
+            // digit is the next step's, alike) may be half a surrogate
+            // pair.
+            let mut halves = wide & !(!d(step) >> 1);
+            while halves != 0 {
+                let at = base + halves.trailing_zeros() as usize;
+                halves &= halves - 1;
+                match hex_unit(bytes.get(at + 1..)?)? {
+                    0xD800..=0xDBFF => {
+                        let next = bytes.get(at + 5..)?;
+                        let low = next.strip_prefix(b"\\u").and_then(hex_unit)?;
+                        if !(0xDC00..=0xDFFF).contains(&low) {
+                            return None;
+                        }
+                        low_half = at + 6;
+                        // Two escapes, one character (the second is in
+                        // the count when its step is).
+                        count = count.wrapping_sub(1);
+                    }
+                    0xDC00..=0xDFFF if at != low_half => return None,
+                    _ => {}
+                }
+            }
+        }
+        if end != 0 {
+            return Some((base + len as usize, count));
+        }
+        base += 64;
+    }
+}
+
+/// Sixty-four bytes of a string's text, a bit a byte for each kind
+/// [`scan`] looks for at every step (the first byte's the lowest).
+struct Block {
+    quote: u64,
+    backslash: u64,
+    control: u64,
+    continuation: u64,
+    /// The characters an escape may stand on: `"\/bfnrtu`.
+    allowed: u64,
+    u: u64,
+}
+
+impl Block {
+    #[inline]
+    fn of(step: &[u8; 64]) -> Block {
+        use wide::u8x16;
+        let mut block = Block {
+            quote: 0,
+            backslash: 0,
+            control: 0,
+            continuation: 0,
+            allowed: 0,
+            u: 0,
+        };
+        for lane in 0..4 {
+            let chunk = lane_of(step, lane);
+            let is = |byte: u8| chunk.simd_eq(u8x16::splat(byte));
+            let (quote, backslash, u) = (is(b'"'), is(b'\\'), is(b'u'));
+            let control = chunk.min(u8x16::splat(0x1F)).simd_eq(chunk);
+            let continuation = (chunk & u8x16::splat(0xC0)).simd_eq(u8x16::splat(0x80));
+            let allowed = (quote | backslash | u | is(b'/'))
+                | (is(b'b') | is(b'f'))
+                | (is(b'n') | is(b'r') | is(b't'));
+            let shift = 16 * lane;
+            let bits = |mask: u8x16| u64::from(mask.to_bitmask()) << shift;
+            block.quote |= bits(quote);
+            block.backslash |= bits(backslash);
+            block.control |= bits(control);
+            block.continuation |= bits(continuation);
+            block.allowed |= bits(allowed);
+            block.u |= bits(u);
+        }
+        block
+    }
+}
+
+/// The sixteen bytes of `step` from `16 * lane` on.
+#[inline]
+fn lane_of(step: &[u8; 64], lane: usize) -> wide::u8x16 {
+    let mut chunk = [0; 16];
+    chunk.copy_from_slice(&step[16 * lane..16 * lane + 16]);
+    wide::u8x16::new(chunk)
+}
+
+/// A bit for each byte of `step` that `mask` marks.
+fn each(step: &[u8; 64], mask: impl Fn(wide::u8x16) -> wide::u8x16) -> u64 {
+    (0..4).fold(0, |bits, lane| {
+        bits | u64::from(mask(lane_of(step, lane)).to_bitmask()) << (16 * lane)
+    })
+}
+
+/// The hex digits of `step`, either case.
+fn hex(step: &[u8; 64]) -> u64 {
+    use wide::u8x16;
+    each(step, |chunk| {
+        let digit = chunk - u8x16::splat(b'0');
+        let letter = (chunk | u8x16::splat(0x20)) - u8x16::splat(b'a');
+        digit.min(u8x16::splat(9)).simd_eq(digit) | letter.min(u8x16::splat(5)).simd_eq(letter)
+    })
+}
+
+/// The `d`s and `D`s of `step`.
+fn d(step: &[u8; 64]) -> u64 {
+    each(step, |chunk| {
+        (chunk | wide::u8x16::splat(0x20)).simd_eq(wide::u8x16::splat(b'd'))
+    })
+}
+
 /// Decode a JSON string's text into `out` from `from` on, `bytes`
 /// starting past its opening quote: where its closing quote is and how
 /// much was written, or `None` at a control character, an escape JSON does
@@ -1344,6 +1527,43 @@ mod tests {
             proptest::prop_assert_eq!(decoded, serde, "{}", literal);
         }
 
+        /// A string is checked without decoding exactly as decoding checks
+        /// it, and its characters counted as in its decoded text: runs of
+        /// backslashes across the sixty-four-byte steps, `\u` escapes and
+        /// their digits cut by a step's end, surrogate pairs, halves and
+        /// the wrong second half, escapes JSON does not have, control
+        /// characters, strings that end early or never.
+        #[test]
+        fn scan_checks_and_counts_what_decode_reads(
+            shift in 0_usize..64,
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[a-z ]{0,40}").unwrap(),
+                    proptest::string::string_regex("[\\\\nu\"dD0-9]{1,6}").unwrap(),
+                    proptest::sample::select(vec![
+                        r"\n".to_owned(), r"\\".to_owned(), r#"\""#.to_owned(), r"\t".to_owned(),
+                        r"\u00e9".to_owned(), r"\ud83d\ude00".to_owned(), r"\uD83D\uDE00".to_owned(),
+                        r"\ud83d".to_owned(), r"\ude00".to_owned(), r"\ud83d\u0041".to_owned(),
+                        r"\u12".to_owned(), r"\u12g4".to_owned(), r"\x".to_owned(), r"\/".to_owned(),
+                        r"\\\\\".to_owned(), "\u{1}".to_owned(), "é中😀".to_owned(),
+                    ]),
+                ],
+                0..80,
+            ),
+            end in proptest::prop_oneof![
+                proptest::strategy::Just("\"".to_owned()),
+                proptest::strategy::Just("\",\"more\": 1}".to_owned()),
+                proptest::strategy::Just(String::new()),
+            ],
+        ) {
+            let body = format!("{}{}{}", "x".repeat(shift), pieces.concat(), end);
+            let mut out = Vec::new();
+            let decoded = super::decode(body.as_bytes(), &mut out, 0).map(|(end, written)| {
+                (end, std::str::from_utf8(&out[..written]).unwrap().chars().count())
+            });
+            proptest::prop_assert_eq!(super::scan(body.as_bytes()), decoded, "{}", body);
+        }
+
         /// Characters are counted as the standard library counts them, in
         /// text of every length around the count's steps (thirty-two
         /// bytes, and 255 of them).
@@ -1360,7 +1580,7 @@ mod tests {
     /// An escape read after a run of every length from every offset of
     /// the buffer: a surrogate pair (four bytes) or a three-byte
     /// character past a run that ends near the buffer's end once was
-    /// refused.
+    /// refused. Checking without decoding says the same.
     #[test]
     fn escapes_decode_after_runs_of_every_length() {
         for escape in [r"\ud83d\ude00", r"\u4e2d", r"\u00e9", r"\n", r"\u0041"] {
@@ -1374,6 +1594,11 @@ mod tests {
                 assert_eq!(
                     (end + 2, &out[..written]),
                     (literal.len(), serde.as_bytes())
+                );
+                assert_eq!(
+                    super::scan(body),
+                    Some((end, serde.chars().count())),
+                    "{literal}"
                 );
             }
         }

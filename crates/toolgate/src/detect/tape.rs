@@ -22,20 +22,46 @@ use serde_json::{Map, Number, Value};
 
 use crate::detect::cursor::{items_spaced, reads_with_cursor, Cursor, Scanned};
 use crate::detect::fast::special;
-use crate::detect::node::{chars, decode, decode_with, escape, text_escape, utf8, Special, SIMPLE};
+use crate::detect::node::{
+    chars, decode, decode_with, decoded, escape, scan, text_escape, utf8, Special, SIMPLE,
+};
 
 mod writer;
 
 pub use self::writer::{Open, TapeWriter};
 
 /// Arguments read: slot 0 is the object.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Tape {
-    slots: Vec<Slot>,
+    /// (Boxed, as `escaped`: a tape is read once and kept, inside the
+    /// structs a document's objects are read into, which stay within a
+    /// kibibyte.)
+    slots: Box<[Slot]>,
     /// The keys and strings, decoded, one after the other: in place when
     /// short (up to 24 bytes, as tiny arguments' are), so that such a tape
     /// is one allocation.
     text: CompactString,
+    /// The strings kept as written ([`Slot::Escaped`]), one after the
+    /// other: copied from the text read, which was UTF-8 already (the
+    /// decoded text is checked again as it becomes a string).
+    escaped: Box<str>,
+}
+
+/// Two tapes are equal when they hold the same value written the same
+/// way: the same slots, their strings' texts alike (whether kept as
+/// written or decoded).
+impl PartialEq for Tape {
+    fn eq(&self, other: &Tape) -> bool {
+        self.slots.len() == other.slots.len()
+            && (0_u32..)
+                .zip(self.slots.iter().zip(&other.slots))
+                .all(|(at, pair)| match pair {
+                    (Slot::Text(..) | Slot::Escaped(..), Slot::Text(..) | Slot::Escaped(..)) => {
+                        self.text(at) == other.text(at)
+                    }
+                    (a, b) => a == b,
+                })
+    }
 }
 
 /// A value as cleaning judges it ([`Normalize::drops`](crate::policy::Normalize::drops)):
@@ -57,6 +83,12 @@ enum Slot {
     Number(Number),
     /// A string or, in an object, a member's key: where its text is.
     Text(u32, u32),
+    /// A string holding escapes, kept as written (checked, not decoded:
+    /// most long strings, code and diffs dense with escapes, are only
+    /// measured): where it is among the tape's `escaped`, closing quote
+    /// included, and how many characters its text holds. Decoded when a
+    /// keyword reads it.
+    Escaped(u32, u32, u32),
     /// An object: how many members, and the slot past its last. Each
     /// member is its key's slot, then its value's.
     Object(u32, u32),
@@ -77,6 +109,7 @@ thread_local! {
         std::cell::RefCell::new(Scratch {
             slots: Vec::new(),
             text: Vec::new(),
+            escaped: String::new(),
             keys: Vec::new(),
         })
     };
@@ -86,6 +119,7 @@ thread_local! {
 struct Scratch {
     slots: Vec<Slot>,
     text: Vec<u8>,
+    escaped: String,
     /// The keys of the objects still open: where each is in the text.
     keys: Vec<(u32, u32)>,
 }
@@ -99,15 +133,18 @@ impl Scratch {
             .flatten()
             .map(CompactString::from)
             .map(|text| Tape {
-                slots: self.slots.clone(),
+                slots: self.slots.as_slice().into(),
                 text,
+                escaped: self.escaped.as_str().into(),
             });
         if self.slots.capacity() <= MAX_SCRATCH
             && self.keys.capacity() <= MAX_SCRATCH
             && self.text.len() <= MAX_SCRATCH_TEXT
+            && self.escaped.capacity() <= MAX_SCRATCH_TEXT
         {
             self.slots.clear();
             self.keys.clear();
+            self.escaped.clear();
             // The text is kept at its length: it is written over, never
             // filled again.
             SCRATCH.with_borrow_mut(|scratch| *scratch = self);
@@ -246,11 +283,11 @@ impl Tape {
             Slot::Null => Value::Null,
             Slot::Bool(b) => Value::Bool(*b),
             Slot::Number(n) => Value::Number(n.clone()),
-            Slot::Text(..) => Value::String(self.text(at).to_owned()),
+            Slot::Text(..) | Slot::Escaped(..) => Value::String(self.text(at).into_owned()),
             Slot::Object(n, _) => {
                 let mut map = Map::with_capacity(*n as usize);
                 for (key, value) in self.members(at) {
-                    map.insert(self.text(key).to_owned(), self.value(value));
+                    map.insert(self.key(key).to_owned(), self.value(value));
                 }
                 Value::Object(map)
             }
@@ -262,10 +299,32 @@ impl Tape {
         }
     }
 
-    fn text(&self, at: u32) -> &str {
+    /// The text of the string at `at`, decoded when it was kept as
+    /// written.
+    fn text(&self, at: u32) -> Cow<'_, str> {
+        match self.slots[at as usize] {
+            Slot::Escaped(start, len, _) => {
+                let written = &self.escaped.as_bytes()[start as usize..(start + len) as usize];
+                // (Checked when read: never `None`.)
+                Cow::Owned(decoded(written).map(|(_, text)| text).unwrap_or_default())
+            }
+            _ => Cow::Borrowed(self.key(at)),
+        }
+    }
+
+    /// The text of the key (or string without escapes) at `at`.
+    fn key(&self, at: u32) -> &str {
         match self.slots[at as usize] {
             Slot::Text(start, len) => &self.text[start as usize..(start + len) as usize],
             _ => "",
+        }
+    }
+
+    /// How many characters the string at `at` holds.
+    fn chars(&self, at: u32) -> usize {
+        match self.slots[at as usize] {
+            Slot::Escaped(_, _, chars) => chars as usize,
+            _ => chars(self.key(at)),
         }
     }
 
@@ -280,7 +339,9 @@ impl Tape {
             (Slot::Null, Slot::Null) => true,
             (Slot::Bool(x), Slot::Bool(y)) => x == y,
             (Slot::Number(x), Slot::Number(y)) => cmp::equal_numbers(x, y),
-            (Slot::Text(..), Slot::Text(..)) => self.text(a) == self.text(b),
+            (Slot::Text(..) | Slot::Escaped(..), Slot::Text(..) | Slot::Escaped(..)) => {
+                self.text(a) == self.text(b)
+            }
             (Slot::Array(x, _), Slot::Array(y, _)) => {
                 x == y
                     && self
@@ -296,7 +357,7 @@ impl Tape {
                 // crate; a value that differs under the same key (each key
                 // is once in an object) settles it.
                 for ((k, v), (l, w)) in self.members(a).zip(self.members(b)) {
-                    if self.text(k) != self.text(l) {
+                    if self.key(k) != self.key(l) {
                         return cmp::equal(&self.value(a), &self.value(b));
                     }
                     if !self.equal(v, w) {
@@ -341,7 +402,7 @@ impl Tape {
     /// The value of member `key` of the object at `at`.
     fn get(&self, at: u32, key: &str) -> Option<u32> {
         self.members(at)
-            .find(|(k, _)| self.text(*k) == key)
+            .find(|(k, _)| self.key(*k) == key)
             .map(|(_, value)| value)
     }
 
@@ -352,7 +413,7 @@ impl Tape {
 
     /// The object's keys, in order.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
-        self.members(0).map(|(key, _)| self.text(key))
+        self.members(0).map(|(key, _)| self.key(key))
     }
 
     /// Whether the object has member `key`.
@@ -383,24 +444,26 @@ impl Tape {
         let mut slots = Vec::with_capacity(self.slots.len());
         self.copy_without(0, drops, &mut slots);
         Some(Tape {
-            slots,
+            slots: slots.into(),
             text: self.text.clone(),
+            escaped: self.escaped.clone(),
         })
     }
 
-    fn leaf(&self, at: u32) -> Leaf<'_> {
+    /// Whether `drops` drops the value at `at`.
+    fn dropped(&self, at: u32, drops: &impl Fn(Leaf<'_>) -> bool) -> bool {
         match self.slots[at as usize] {
-            Slot::Null => Leaf::Null,
-            Slot::Object(0, _) | Slot::Array(0, _) => Leaf::Empty,
-            Slot::Text(..) => Leaf::Text(self.text(at)),
-            _ => Leaf::Other,
+            Slot::Null => drops(Leaf::Null),
+            Slot::Object(0, _) | Slot::Array(0, _) => drops(Leaf::Empty),
+            Slot::Text(..) | Slot::Escaped(..) => drops(Leaf::Text(&self.text(at))),
+            _ => drops(Leaf::Other),
         }
     }
 
     /// Whether `drops` drops anything inside the container at `at`.
     fn drops_within(&self, at: u32, drops: &impl Fn(Leaf<'_>) -> bool) -> bool {
         let within = |value: u32| {
-            drops(self.leaf(value))
+            self.dropped(value, drops)
                 || (matches!(
                     self.slots[value as usize],
                     Slot::Object(..) | Slot::Array(..)
@@ -422,7 +485,7 @@ impl Tape {
             Slot::Object(..) => {
                 let mut len = 0;
                 for (key, value) in self.members(at) {
-                    if !drops(self.leaf(value)) {
+                    if !self.dropped(value, drops) {
                         out.push(self.slots[key as usize].clone());
                         self.copy_without(value, drops, out);
                         len += 1;
@@ -433,7 +496,7 @@ impl Tape {
             Slot::Array(..) => {
                 let mut len = 0;
                 for item in self.elements(at) {
-                    if !drops(self.leaf(item)) {
+                    if !self.dropped(item, drops) {
                         self.copy_without(item, drops, out);
                         len += 1;
                     }
@@ -470,11 +533,11 @@ impl serde::Serialize for At<'_> {
             Slot::Null => serializer.serialize_unit(),
             Slot::Bool(b) => serializer.serialize_bool(*b),
             Slot::Number(n) => n.serialize(serializer),
-            Slot::Text(..) => serializer.serialize_str(tape.text(at)),
+            Slot::Text(..) | Slot::Escaped(..) => serializer.serialize_str(&tape.text(at)),
             Slot::Object(len, _) => {
                 let mut map = serializer.serialize_map(Some(*len as usize))?;
                 for (key, value) in tape.members(at) {
-                    map.serialize_entry(tape.text(key), &At(tape, value))?;
+                    map.serialize_entry(tape.key(key), &At(tape, value))?;
                 }
                 map.end()
             }
@@ -594,7 +657,8 @@ impl Read<'_> {
                 })?;
                 self.close_array(at, len)
             }
-            b'"' | b'\\' => self.text::<QUOTED>(),
+            b'"' | b'\\' if QUOTED => self.quoted_string(),
+            b'"' => self.string_value(),
             _ => self.scalar(),
         }
     }
@@ -769,14 +833,51 @@ impl Read<'_> {
         self.text_read(from)
     }
 
+    /// A string value: as [`string`](Self::string) reads it, but for one
+    /// that holds escapes and is long (source code, a diff), which is
+    /// checked ([`scan`]) and kept as written, to be decoded only when a
+    /// keyword reads its text: most such strings are only measured.
+    fn string_value(&mut self) -> Option<()> {
+        // Shorter strings are decoded at once: a keyword that reads one
+        // (a pattern, an enum) would otherwise decode it on each reading.
+        const KEPT_FROM: usize = 64;
+        let start = self.at + 1;
+        let body = self.bytes.get(start..)?;
+        let first = special(body)?;
+        if body[first] != b'\\' {
+            return self.string_at(start, first);
+        }
+        let (end, chars) = scan(body)?;
+        if end < KEPT_FROM {
+            return self.string_at(start, first);
+        }
+        let escaped = &mut self.buffers.escaped;
+        let from = escaped.len();
+        // Closing quote included: the text decodes as it stands.
+        self.cursor.at = start + end + 1;
+        escaped.push_str(self.cursor.text.get(start..self.cursor.at)?);
+        self.buffers.slots.push(Slot::Escaped(
+            u32::try_from(from).ok()?,
+            u32::try_from(end + 1).ok()?,
+            u32::try_from(chars).ok()?,
+        ));
+        Some(())
+    }
+
     /// A string, unescaped as it is scanned, into the text.
     fn string(&mut self) -> Option<()> {
         if self.peek()? != b'"' {
             return None;
         }
         let start = self.at + 1;
+        let first = special(self.bytes.get(start..)?)?;
+        self.string_at(start, first)
+    }
+
+    /// The string whose text starts at `start`, its first quote, backslash
+    /// or control character `first` bytes on, into the text.
+    fn string_at(&mut self, start: usize, first: usize) -> Option<()> {
         let body = self.bytes.get(start..)?;
-        let first = special(body)?;
         let from = self.written;
         if body[first] == b'"' {
             self.at = start + first;
@@ -964,13 +1065,13 @@ fn past(slots: &[Slot], at: u32) -> u32 {
 /// `uniqueItems`): one exactly when the crate finds them equal. Numbers
 /// are by their value, whatever their type: a whole number (`1`, `1.0`,
 /// `-0.0`, `1e2`) by the integer it is, any other by its float's bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Scalar<'a> {
     Null,
     Bool(bool),
     Whole(i128),
     Fraction(u64),
-    Text(&'a str),
+    Text(Cow<'a, str>),
 }
 
 impl Scalar<'_> {
@@ -1000,7 +1101,7 @@ impl Tape {
             Slot::Null => Scalar::Null,
             Slot::Bool(b) => Scalar::Bool(*b),
             Slot::Number(n) => Scalar::number(n),
-            Slot::Text(..) => Scalar::Text(self.text(at)),
+            Slot::Text(..) | Slot::Escaped(..) => Scalar::Text(self.text(at)),
             Slot::Object(..) | Slot::Array(..) => return None,
         })
     }
@@ -1080,13 +1181,14 @@ impl Json for TapeJson {
         string: &str,
         f: impl FnOnce(TapeNode<'_>) -> T,
     ) -> T {
-        buffer.slots.clear();
         buffer.text.clear();
         buffer.text.push_str(string);
-        buffer.slots.push(Slot::Text(
-            0,
-            u32::try_from(string.len()).unwrap_or(u32::MAX),
-        ));
+        let slot = Slot::Text(0, u32::try_from(string.len()).unwrap_or(u32::MAX));
+        // One slot, written over each time.
+        match &mut *buffer.slots {
+            [only] => *only = slot,
+            _ => buffer.slots = Box::new([slot]),
+        }
         f(TapeNode::new(buffer, 0))
     }
 }
@@ -1119,14 +1221,14 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
     }
 
     fn as_string(&self) -> Option<Cow<'a, str>> {
-        matches!(self.slot(), Slot::Text(..)).then(|| Cow::Borrowed(self.tape.text(self.at)))
+        matches!(self.slot(), Slot::Text(..) | Slot::Escaped(..)).then(|| self.tape.text(self.at))
     }
 
     fn string_length(&self) -> Option<u64> {
         // (A count past u64, which no text reaches, as the longest: never
         // `None`, which the crate reads as no string at all.)
-        matches!(self.slot(), Slot::Text(..))
-            .then(|| u64::try_from(chars(self.tape.text(self.at))).unwrap_or(u64::MAX))
+        matches!(self.slot(), Slot::Text(..) | Slot::Escaped(..))
+            .then(|| u64::try_from(self.tape.chars(self.at)).unwrap_or(u64::MAX))
     }
 
     fn as_number(&self) -> Option<&'a Number> {
@@ -1152,7 +1254,7 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
             Slot::Null => JsonType::Null,
             Slot::Bool(_) => JsonType::Boolean,
             Slot::Number(_) => JsonType::Number,
-            Slot::Text(..) => JsonType::String,
+            Slot::Text(..) | Slot::Escaped(..) => JsonType::String,
             Slot::Object(..) => JsonType::Object,
             Slot::Array(..) => JsonType::Array,
         }
@@ -1162,7 +1264,9 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
         match (self.slot(), expected) {
             (Slot::Null, Value::Null) => true,
             (Slot::Bool(b), Value::Bool(e)) => b == e,
-            (Slot::Text(..), Value::String(e)) => self.tape.text(self.at) == e,
+            (Slot::Text(..) | Slot::Escaped(..), Value::String(e)) => {
+                self.tape.text(self.at) == e.as_str()
+            }
             (Slot::Number(n), Value::Number(e)) => cmp::equal_numbers(n, e),
             (Slot::Object(..), Value::Object(_)) | (Slot::Array(..), Value::Array(_)) => {
                 cmp::equal(&self.tape.value(self.at), expected)
@@ -1194,7 +1298,7 @@ impl<'a> Iterator for TapeMembers<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let (key, value) = self.members.next()?;
-        Some((self.tape.text(key), TapeNode::new(self.tape, value)))
+        Some((self.tape.key(key), TapeNode::new(self.tape, value)))
     }
 }
 

@@ -530,4 +530,70 @@ mod tests {
         assert!(ArgumentSchema::compile(&json!({"type": "strng"}), true).is_err());
         assert!(ArgumentSchema::compile(&json!(3), true).is_err());
     }
+
+    /// The JSON text of `text` with every character past ASCII written as
+    /// a `\uXXXX` escape (surrogate pairs past the first plane), as
+    /// Python's `json.dumps` writes it.
+    fn ascii_literal(text: &str) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        for c in serde_json::to_string(text).unwrap().chars() {
+            if c.is_ascii() {
+                out.push(c);
+            } else {
+                let mut units = [0; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Long strings dense with escapes, which the tape keeps as
+        /// written (checked, not decoded), are judged exactly as their
+        /// text: lengths at their bounds, patterns, `enum`, `const`,
+        /// `uniqueItems`, and the object built from the tape.
+        #[test]
+        fn long_strings_kept_as_written_are_judged_as_their_text(
+            text in "([a-z \"\\\\/\n\t\r\u{1}é中😀]{1,8}){8,60}",
+            other in "[a-z\"\n]{60,70}",
+            ascii in proptest::bool::ANY,
+            slack in 0_u64..3,
+        ) {
+            let chars = text.chars().count() as u64;
+            let schema = ArgumentSchema::compile(
+                &json!({
+                    "type": "object",
+                    "properties": {
+                        "s": {"type": "string", "maxLength": chars + slack - 1,
+                              "minLength": chars + 1 - slack},
+                        "p": {"type": "string", "pattern": "^[a-z]"},
+                        "e": {"enum": [other.clone(), text.clone()]},
+                        "c": {"const": other.clone()},
+                        "u": {"type": "array", "uniqueItems": true},
+                    },
+                }),
+                true,
+            )
+            .unwrap();
+            let literal = |text: &str| {
+                if ascii { ascii_literal(text) } else { serde_json::to_string(text).unwrap() }
+            };
+            let (t, o) = (literal(&text), literal(&other));
+            let args = format!(
+                r#"{{"s":{t},"p":{t},"e":{t},"c":{t},"u":[{t},{o},{t}],"n":{{"k":{t}}}}}"#
+            );
+            let tape = Tape::read(&args, crate::detect::limits::HARD_MAX_DEPTH).unwrap();
+            let value: Value = serde_json::from_str(&args).unwrap();
+            proptest::prop_assert_eq!(&Value::Object(tape.to_map()), &value);
+            proptest::prop_assert_eq!(
+                schema.failures_on_tape(&tape, &""),
+                schema.failures(&value),
+                "{}", args
+            );
+            proptest::prop_assert_eq!(schema.passes_tape(&tape), schema.passes(&value));
+        }
+    }
 }
