@@ -1,6 +1,8 @@
 //! Arguments read into a tape: one flat list of slots and one buffer of
 //! their text, at most two allocations a call however many keys and
-//! strings the arguments hold (one when their text fits in place). The
+//! strings the arguments hold (one when their text fits in place; a third
+//! for long strings holding escapes, kept as written until a keyword reads
+//! their text, `Slot::Escaped`). The
 //! schemas are checked on the tape itself (it is a JSON
 //! representation of the `jsonschema` crate's, [`TapeJson`]); the
 //! `serde_json` object a caller reads is built from it only when asked
@@ -37,9 +39,9 @@ pub struct Tape {
     /// structs a document's objects are read into, which stay within a
     /// kibibyte.)
     slots: Box<[Slot]>,
-    /// The keys and strings, decoded, one after the other: in place when
-    /// short (up to 24 bytes, as tiny arguments' are), so that such a tape
-    /// is one allocation.
+    /// The keys and strings (but those kept as written), decoded, one
+    /// after the other: in place when short (up to 24 bytes, as tiny
+    /// arguments' are), so that such a tape is one allocation.
     text: CompactString,
     /// The strings kept as written ([`Slot::Escaped`]), one after the
     /// other: copied from the text read, which was UTF-8 already (the
@@ -305,7 +307,8 @@ impl Tape {
         match self.slots[at as usize] {
             Slot::Escaped(start, len, _) => {
                 let written = &self.escaped.as_bytes()[start as usize..(start + len) as usize];
-                // (Checked when read: never `None`.)
+                // (Checked when read, and `scan` refuses what the decoder
+                // refuses: never `None`.)
                 Cow::Owned(decoded(written).map(|(_, text)| text).unwrap_or_default())
             }
             _ => Cow::Borrowed(self.key(at)),
