@@ -10,7 +10,7 @@
 # and the goal (≥ 2x) met or missed.
 #
 # usage: bash bench/check.sh [SHAPE...]       (or TOOLGATE_SHAPES=large,deep)
-# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking large-anthropic;
+# Shapes: openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking large-anthropic openai-request anthropic-request;
 # a whole body's shape in another layout (bench/workload.py --layout):
 # SHAPE-indent (a line a member, two spaces a level), SHAPE-spaced (`, `
 # and `: `). By default all shapes, and openai-indent, responses-indent
@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(realpath -m "${CARGO_TARGET_DIR:-target}")"
-shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking large-anthropic openai-indent responses-indent gemini-indent openai-escaped gemini-escaped}}"
+shapes="${*:-${TOOLGATE_SHAPES:-openai anthropic responses gemini bedrock chat-sse messages-sse responses-sse gemini-sse bedrock-stream vercel-sse small large deep formats numbers openai-thinking anthropic-thinking gemini-thinking bedrock-thinking large-anthropic openai-request anthropic-request openai-indent responses-indent gemini-indent openai-escaped gemini-escaped}}"
 shapes="${shapes//,/ }"
 export TOOLGATE_WORKLOADS="$(realpath -m "${TOOLGATE_WORKLOADS:-$target/workloads}")"
 for shape in $shapes; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A deterministic check workload of one shape: responses calling the
-shape's tools, about a fifth of them with exactly one defect.
+shape's tools (or requests sending their calls back), about a fifth of
+them with exactly one defect.
 
 usage: workload.py OUT_DIR [--shape SHAPE] [--count N] [--seed S] [--layout LAYOUT] [--text TEXT]
        workload.py OUT_DIR --name NAME [--count N] [--seed S]
@@ -57,6 +58,14 @@ Shapes (bench/shapes/):
              sends it (`reasoning_content` in the message; a `thinking`
              block and its signature; a thought part, and the first call's
              `thoughtSignature`; a `reasoningContent` block)
+  openai-request  the calls of openai in the Chat Completions request
+             an application sends back after running them: a system
+             prompt, the turns before, the assistant's message with the
+             calls, one `tool` message a call with its result as JSON
+             text, and the 12 tools declared with their schemas (8.5 KB)
+  anthropic-request  the same as an Anthropic Messages request: `system`,
+             the turns before, the assistant's `tool_use` blocks, the
+             user's `tool_result` blocks, the tools' `input_schema`s
 
 Layouts (whole bodies; the same calls, defects and arguments strings):
   compact    no whitespace between tokens (the default)

@@ -250,6 +250,117 @@ def message(i, v, calls, extra, reasoning=False):
     return line
 
 
+SYSTEM_PROMPTS = [
+    "You are a helpful assistant for a travel and banking app. Use the tools to look things up and to act "
+    "for the user; never invent an account number, an amount or a date the user did not give.",
+    "You are an operations agent. Prefer one tool call per step, check the result before the next step, "
+    "and ask the user when a required detail is missing. Answer in the user's language.",
+    "You help customers with their orders, flights, payments and profiles. Be brief. Amounts are in the "
+    "account's currency unless the user says otherwise. Confirm before moving money.",
+]
+ASKS = ["What's the weather like where I'm going, and can you book it?", "Please send the usual transfer.",
+        "Check my last orders and tell me the stock price too.", "Update my phone number, then email me.",
+        "Can you do the same as last week?", "Book the flight we talked about and tell me the time there."]
+RESULTS = [{"status": "ok"}, {"status": "ok", "id": None}, {"ok": True, "count": None},
+           {"error": "rate_limited", "retry_after": None}, {"temperature": None, "unit": "celsius",
+                                                           "conditions": "partly cloudy"}]
+
+
+def tool_result(extra):
+    """What a tool sends back, as the JSON text an application puts in a
+    result (30 to 300 bytes)."""
+    body = dict(extra.choice(RESULTS))
+    for key in body:
+        if body[key] is None:
+            body[key] = extra.randint(0, 5000)
+    if extra.random() < 0.5:
+        body["items"] = [{"id": "%012x" % extra.getrandbits(48), "score": round(extra.random(), 3)}
+                         for _ in range(extra.randint(1, 4))]
+    return compact(body)
+
+
+def history(extra):
+    """The turns before the calls: one to three of the user's questions and
+    the assistant's answers in text."""
+    turns = []
+    for _ in range(extra.randint(0, 2)):
+        turns.append(("user", extra.choice(ASKS)))
+        turns.append(("assistant", " ".join(extra.choice(OPENERS) for _ in range(extra.randint(1, 4)))))
+    turns.append(("user", extra.choice(ASKS)))
+    return turns
+
+
+def chat_request(i, v, calls, extra, tools):
+    """The same calls in an OpenAI Chat Completions request, as a line: the
+    conversation an application sends back to the model after running
+    them (a system prompt, the turns before, the assistant's message with
+    the calls, one `tool` message a call holding its result as JSON text,
+    in order) and the request's 12 tools declared with their schemas. The
+    random draws of `chat_completion` come first, so payload i holds the
+    same calls in both formats; what only this format has comes from
+    `extra`."""
+    v.r.randint(300, 4000), v.r.randint(15, 60)  # the usage of chat_completion
+    v.alnum(29)
+    model = v.pick(["gpt-4o-2024-08-06", "gpt-4.1-mini-2025-04-14", "gpt-4o-mini-2024-07-18"])
+    v.alnum(10, "0123456789abcdef")
+    messages = [{"role": "system", "content": extra.choice(SYSTEM_PROMPTS)}]
+    messages += [{"role": role, "content": text} for role, text in history(extra)]
+    messages.append({"role": "assistant", "content": None,
+                     "tool_calls": [{"id": "call_" + cid, "type": "function",
+                                     "function": {"name": name, "arguments": text}}
+                                    for cid, name, text in calls]})
+    messages += [{"role": "tool", "tool_call_id": "call_" + cid, "content": tool_result(extra)}
+                 for cid, _, _ in calls]
+    body = {
+        "model": model,
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
+                  for n, d, p in tools],
+        "tool_choice": "auto",
+        "temperature": extra.choice([0, 0.2, 0.7, 1]),
+        "parallel_tool_calls": True,
+    }
+    return compact(body)
+
+
+def messages_request(i, v, calls, extra, tools):
+    """The same calls in an Anthropic Messages request, as a line: the
+    conversation sent back after running them (a `system` prompt, the
+    turns before, the assistant's turn with a `tool_use` block a call, its
+    `input` the object as written, then the user's turn with one
+    `tool_result` block a call) and the 12 tools declared with their
+    `input_schema`. The random draws of `chat_completion` come first, so
+    payload i holds the same calls in both formats."""
+    v.r.randint(300, 4000), v.r.randint(15, 60)
+    v.alnum(29)
+    model = v.pick(CLAUDE_MODELS)
+    v.alnum(10, "0123456789abcdef")
+    messages = [{"role": role, "content": text} for role, text in history(extra)]
+    content = []
+    if extra.random() < 0.8:
+        content.append({"type": "text", "text": extra.choice(OPENERS)})
+    inputs = []
+    for k, (cid, name, text) in enumerate(calls):
+        content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
+                        "input": f"\x00input{k}\x00"})
+        inputs.append(input_text(text))
+    messages.append({"role": "assistant", "content": content})
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_01" + cid[:22], "content": tool_result(extra)}
+        for cid, _, _ in calls]})
+    body = {
+        "model": model,
+        "max_tokens": extra.choice([1024, 4096, 8192]),
+        "system": extra.choice(SYSTEM_PROMPTS),
+        "messages": messages,
+        "tools": [{"name": n, "description": d, "input_schema": p} for n, d, p in tools],
+    }
+    line = compact(body)
+    for k, raw in enumerate(inputs):
+        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
+    return line
+
+
 def response(i, v, calls, extra, tools):
     """The same calls as one OpenAI Responses API response, as a line: a
     `reasoning` item (one time in two), then one `function_call` item a
@@ -855,10 +966,14 @@ class Shape:
             return responses_sse(i, v, calls, extra, self.tools), len(calls), record
         if self.wire == "vercel_sse":
             return vercel_sse(i, v, calls, extra, self.tools), len(calls), record
+        if self.wire == "chat_request":
+            return chat_request(i, v, calls, extra, self.tools), len(calls), record
+        if self.wire == "messages_request":
+            return messages_request(i, v, calls, extra, self.tools), len(calls), record
         return chat_completion(i, v, calls, self.reasoning), len(calls), record
 
     def policy_yaml(self):
-        if self.wire == "anthropic":
+        if self.wire in ("anthropic", "messages_request"):
             tools = [{"name": n, "description": d, "input_schema": p} for n, d, p in self.tools]
             shape = "Anthropic `tools` entries"
         else:

@@ -432,3 +432,19 @@ class BedrockThinking(Bedrock):
     `reasoningContent` block and its signature first."""
     name = "bedrock-thinking"
     reasoning = True
+
+
+class OpenAIRequest(OpenAI):
+    """The calls of `openai` in the Chat Completions request an application
+    sends back after running them: the conversation so far, each call's
+    result, and the 12 tools declared (about 9 KB)."""
+    name = "openai-request"
+    wire = "chat_request"
+
+
+class AnthropicRequest(OpenAI):
+    """The calls of `openai` in the Anthropic Messages request an
+    application sends back after running them: the conversation so far,
+    a `tool_result` block a call, and the 12 tools declared."""
+    name = "anthropic-request"
+    wire = "messages_request"

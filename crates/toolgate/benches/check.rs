@@ -88,7 +88,7 @@ fn thread_cpu() -> Duration {
     )
 }
 
-const SHAPES: [&str; 21] = [
+const SHAPES: [&str; 23] = [
     "openai",
     "anthropic",
     "responses",
@@ -110,6 +110,8 @@ const SHAPES: [&str; 21] = [
     "gemini-thinking",
     "bedrock-thinking",
     "large-anthropic",
+    "openai-request",
+    "anthropic-request",
 ];
 
 /// The layouts a whole body may also be sent in (`bench/workload.py

@@ -4,8 +4,9 @@
 //! answers for `gemini` and `bedrock`, and for `chat-sse`, `messages-sse`,
 //! `responses-sse` and `gemini-sse` a `text/event-stream` body of those
 //! formats, for `vercel-sse` a Vercel AI SDK UI message stream, and for
-//! `bedrock-stream` a ConverseStream's JSON lines, as a JSON string), and
-//! what each
+//! `bedrock-stream` a ConverseStream's JSON lines, as a JSON string; for
+//! `openai-request` and `anthropic-request` the request sending the calls
+//! back with their results), and what each
 //! one should be found to hold; and the naive pipeline a user writes for
 //! that wire format. `Workload::load`
 //! reads `$TOOLGATE_WORKLOAD`, else `target/workload` in the workspace.
@@ -19,7 +20,9 @@ pub(crate) struct Workload {
     pub(crate) dir: PathBuf,
     /// `openai`, `anthropic`, `responses`, `gemini`, `bedrock`,
     /// `chat-sse`, `messages-sse`, `responses-sse`, `gemini-sse`,
-    /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats` or `numbers`.
+    /// `bedrock-stream`, `vercel-sse`, `small`, `large`, `deep`, `formats`,
+    /// `numbers`, `openai-request` or `anthropic-request` (and the shapes
+    /// of reasoning models, `*-thinking`, and `large-anthropic`).
     pub(crate) shape: String,
     /// How its bodies are laid out (`bench/workload.py --layout`):
     /// `compact`, `spaced` or `indent`.
@@ -174,6 +177,12 @@ enum Wire {
     BedrockStream,
     /// Vercel AI SDK UI message stream parts.
     VercelStream,
+    /// A Chat Completions request: the conversation sent back to the
+    /// model, its assistant messages' calls.
+    ChatRequest,
+    /// An Anthropic Messages request: its assistant turns' `tool_use`
+    /// blocks.
+    MessagesRequest,
 }
 
 pub(crate) fn naive_validators(workload: &Workload) -> Naive {
@@ -206,6 +215,8 @@ pub(crate) fn naive_validators(workload: &Workload) -> Naive {
             "gemini-sse" => Wire::GeminiStream,
             "bedrock-stream" => Wire::BedrockStream,
             "vercel-sse" => Wire::VercelStream,
+            "openai-request" => Wire::ChatRequest,
+            "anthropic-request" => Wire::MessagesRequest,
             _ => Wire::ChatCompletions,
         },
         validators,
@@ -224,11 +235,17 @@ pub(crate) fn naive_check(naive: &Naive, body: &[u8]) -> Option<usize> {
         Wire::GeminiStream => return naive_gemini_stream(validators, body),
         Wire::BedrockStream => return naive_bedrock_stream(validators, body),
         Wire::VercelStream => return naive_vercel_stream(validators, body),
-        Wire::ChatCompletions | Wire::Messages | Wire::Responses | Wire::Gemini | Wire::Bedrock => {
-            serde_json::from_slice(body).ok()?
-        }
+        Wire::ChatCompletions
+        | Wire::Messages
+        | Wire::Responses
+        | Wire::Gemini
+        | Wire::Bedrock
+        | Wire::ChatRequest
+        | Wire::MessagesRequest => serde_json::from_slice(body).ok()?,
     };
     match naive.wire {
+        Wire::ChatRequest => naive_chat_request(validators, &body),
+        Wire::MessagesRequest => naive_messages_request(validators, &body),
         Wire::Messages => naive_anthropic(validators, &body),
         Wire::Responses => naive_responses(validators, &body),
         Wire::Gemini => naive_gemini(validators, &body),
@@ -584,6 +601,47 @@ fn naive_openai(
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             invalid += usize::from(!naive_arguments(validators, name, text));
+        }
+    }
+    Some(invalid)
+}
+
+/// A Chat Completions request: each assistant message's calls, their
+/// `arguments` strings parsed, then validated (the calls of every turn, as
+/// toolgate's `check` judges them).
+fn naive_chat_request(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    for message in body.get("messages")?.as_array()? {
+        if message.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        let calls = message.get("tool_calls").and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
+            let function = call.get("function");
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+            let text = function
+                .and_then(|f| f.get("arguments"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            invalid += usize::from(!naive_arguments(validators, name, text));
+        }
+    }
+    Some(invalid)
+}
+
+/// An Anthropic Messages request: each assistant turn's `tool_use`
+/// blocks, their `input` validated as it is.
+fn naive_messages_request(
+    validators: &HashMap<String, jsonschema::Validator>,
+    body: &Value,
+) -> Option<usize> {
+    let mut invalid = 0;
+    for message in body.get("messages")?.as_array()? {
+        if message.get("role").and_then(Value::as_str) == Some("assistant") {
+            invalid += naive_anthropic(validators, message).unwrap_or(0);
         }
     }
     Some(invalid)
