@@ -17,6 +17,7 @@ pub(crate) mod block;
 pub(crate) mod chunk;
 pub(crate) mod gemini;
 pub(crate) mod item;
+mod known;
 pub(crate) mod vercel;
 
 use std::borrow::Cow;
@@ -72,6 +73,9 @@ reads_with_cursor!(Scan);
 enum Take {
     Text,
     Raw,
+    /// Raw, a list of declarations: found again by its text when this
+    /// thread read the same list before ([`known`]).
+    List,
     Node,
     Seen,
     Flag,
@@ -169,7 +173,7 @@ keys! {
     willContinue: "willContinue" => Bool,
     jsonrpc: "jsonrpc" => Seen,
     method: "method" => Raw,
-    tools: "tools" => Raw,
+    tools: "tools" => List,
     model: "model" => Seen,
     system: "system" => Seen,
     inputSchema: "inputSchema" => Seen,
@@ -695,6 +699,17 @@ impl<'a> Scan<'a> {
             Take::Raw => {
                 let start = self.at;
                 self.skip()?;
+                Some(Value::Raw(Raw::checked(&self.text[start..self.at])))
+            }
+            Take::List => {
+                let start = self.at;
+                let room = self.max_depth.saturating_sub(self.depth);
+                if let Some(len) = known::find(&self.bytes[start..], room) {
+                    self.at += len;
+                } else {
+                    self.skip()?;
+                    known::keep(&self.text[start..self.at]);
+                }
                 Some(Value::Raw(Raw::checked(&self.text[start..self.at])))
             }
             Take::Node => self.node().map(Value::Node),
@@ -1279,7 +1294,7 @@ pub(crate) mod tests {
         use crate::detect::positions::CONTAINERS;
         for container in CONTAINERS {
             let field = field(container.key).expect("a container is a key of the view");
-            let raw = matches!(TAKES[field as usize], Take::Raw);
+            let raw = matches!(TAKES[field as usize], Take::Raw | Take::List);
             assert_eq!(
                 is_container(field),
                 raw && container.key != "input",
