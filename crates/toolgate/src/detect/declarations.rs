@@ -56,6 +56,9 @@ impl ToolDeclarations {
     /// Add a `tools` array: `json` is its text, one JSON array the reader
     /// has already checked.
     pub(crate) fn push(&mut self, json: &str) {
+        // Room for the line end too: a list of kilobytes is not copied
+        // again when it comes.
+        self.text.reserve(json.len() + 1);
         self.text.push_str(json);
         self.text.push('\n');
     }
