@@ -206,6 +206,30 @@ OPENERS = ["I'll take care of that.", "Let me look into this for you.", "Sure, o
            "I'll do that now, step by step.", "Good idea: let me check first."]
 
 
+def tool_use_blocks(calls, extra):
+    """An assistant turn's blocks for `calls` (a `text` block first four
+    times in five), each `tool_use` block's `input` a placeholder, and the
+    inputs `with_inputs` puts in their place."""
+    content = []
+    if extra.random() < 0.8:
+        content.append({"type": "text", "text": extra.choice(OPENERS)})
+    inputs = []
+    for k, (cid, name, text) in enumerate(calls):
+        content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
+                        "input": f"\x00input{k}\x00"})
+        inputs.append(input_text(text))
+    return content, inputs
+
+
+def with_inputs(line, inputs):
+    """`line` with each input placeholder (`\\x00input{k}\\x00`) replaced
+    by its input as written: the object as sent (a key twice stays
+    twice), or the text as a string when it is not a JSON object."""
+    for k, raw in enumerate(inputs):
+        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
+    return line
+
+
 def message(i, v, calls, extra, reasoning=False):
     """The same calls as one Anthropic Messages response, as a line: a
     `text` block (four times in five), then one `tool_use` block a call
@@ -221,14 +245,7 @@ def message(i, v, calls, extra, reasoning=False):
     msg_id = v.alnum(29)
     model = v.pick(CLAUDE_MODELS)  # the same draw as the OpenAI model
     v.alnum(10, "0123456789abcdef")  # the system fingerprint OpenAI sends
-    content = []
-    if extra.random() < 0.8:
-        content.append({"type": "text", "text": extra.choice(OPENERS)})
-    inputs = []
-    for k, (cid, name, text) in enumerate(calls):
-        content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
-                        "input": f"\x00input{k}\x00"})
-        inputs.append(input_text(text))
+    content, inputs = tool_use_blocks(calls, extra)
     if reasoning:
         thought, signature = thinking(i)
         content.insert(0, {"type": "thinking", "thinking": thought, "signature": signature})
@@ -244,10 +261,7 @@ def message(i, v, calls, extra, reasoning=False):
                   "cache_read_input_tokens": extra.choice([0, 0, 1024, 2048]),
                   "output_tokens": completion, "service_tier": "standard"},
     }
-    line = compact(body)
-    for k, raw in enumerate(inputs):
-        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
-    return line
+    return with_inputs(compact(body), inputs)
 
 
 SYSTEM_PROMPTS = [
@@ -336,14 +350,7 @@ def messages_request(i, v, calls, extra, tools):
     model = v.pick(CLAUDE_MODELS)
     v.alnum(10, "0123456789abcdef")
     messages = [{"role": role, "content": text} for role, text in history(extra)]
-    content = []
-    if extra.random() < 0.8:
-        content.append({"type": "text", "text": extra.choice(OPENERS)})
-    inputs = []
-    for k, (cid, name, text) in enumerate(calls):
-        content.append({"type": "tool_use", "id": "toolu_01" + cid[:22], "name": name,
-                        "input": f"\x00input{k}\x00"})
-        inputs.append(input_text(text))
+    content, inputs = tool_use_blocks(calls, extra)
     messages.append({"role": "assistant", "content": content})
     messages.append({"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_01" + cid[:22], "content": tool_result(extra)}
@@ -355,10 +362,7 @@ def messages_request(i, v, calls, extra, tools):
         "messages": messages,
         "tools": [{"name": n, "description": d, "input_schema": p} for n, d, p in tools],
     }
-    line = compact(body)
-    for k, raw in enumerate(inputs):
-        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
-    return line
+    return with_inputs(compact(body), inputs)
 
 
 def response(i, v, calls, extra, tools):
@@ -596,10 +600,7 @@ def _object_calls(i, v, calls, extra, wire, reasoning=False):
                       "totalTokens": prompt + completion},
             "metrics": {"latencyMs": extra.randint(400, 4000)},
         }
-    line = compact(body)
-    for k, raw in enumerate(inputs):
-        line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
-    return line
+    return with_inputs(compact(body), inputs)
 
 
 def gemini_sse(i, v, calls, extra):
@@ -635,10 +636,7 @@ def gemini_sse(i, v, calls, extra):
                                          "totalTokenCount": prompt + completion}, "STOP"))
     data = []
     for body in events:
-        line = compact(body)
-        for k, raw in enumerate(inputs):
-            line = line.replace(compact(f"\x00input{k}\x00"), raw, 1)
-        data.append((None, line))
+        data.append((None, with_inputs(compact(body), inputs)))
     return sse(data)
 
 

@@ -593,17 +593,28 @@ fn naive_openai(
         else {
             continue;
         };
-        for call in calls {
-            let function = call.get("function");
-            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-            let text = function
-                .and_then(|f| f.get("arguments"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            invalid += usize::from(!naive_arguments(validators, name, text));
-        }
+        invalid += naive_function_calls(validators, calls);
     }
     Some(invalid)
+}
+
+/// How many of a message's `tool_calls` are invalid: each call's
+/// `arguments` string parsed, then validated.
+fn naive_function_calls(
+    validators: &HashMap<String, jsonschema::Validator>,
+    calls: &[Value],
+) -> usize {
+    let mut invalid = 0;
+    for call in calls {
+        let function = call.get("function");
+        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+        let text = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        invalid += usize::from(!naive_arguments(validators, name, text));
+    }
+    invalid
 }
 
 /// A Chat Completions request: each assistant message's calls, their
@@ -618,15 +629,8 @@ fn naive_chat_request(
         if message.get("role").and_then(Value::as_str) != Some("assistant") {
             continue;
         }
-        let calls = message.get("tool_calls").and_then(Value::as_array);
-        for call in calls.into_iter().flatten() {
-            let function = call.get("function");
-            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-            let text = function
-                .and_then(|f| f.get("arguments"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            invalid += usize::from(!naive_arguments(validators, name, text));
+        if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+            invalid += naive_function_calls(validators, calls);
         }
     }
     Some(invalid)
