@@ -708,7 +708,7 @@ impl<'a> Scan<'a> {
                     self.at += len;
                 } else {
                     self.skip()?;
-                    known::keep(&self.text[start..self.at]);
+                    known::keep(&self.text[start..self.at], room);
                 }
                 Some(Value::Raw(Raw::checked(&self.text[start..self.at])))
             }

@@ -94,44 +94,26 @@ pub(crate) fn too_deep(
 
 /// The offset of the first `[` or `{` that opens level `max + 1`.
 fn deeper_than(text: &[u8], max: usize) -> Option<usize> {
-    levels(text, max).err()
-}
-
-/// How deep the arrays and objects of JSON text nest (brackets inside
-/// strings do not count); `None` for text whose last string is not closed.
-pub(crate) fn nesting(text: &[u8]) -> Option<usize> {
-    levels(text, usize::MAX).ok().flatten()
-}
-
-/// How deep `text` nests, or the offset of the first `[` or `{` that
-/// opens level `max + 1`; `Ok(None)` when a string is not closed before
-/// either is known.
-fn levels(text: &[u8], max: usize) -> Result<Option<usize>, usize> {
     let mut depth = 0usize;
-    let mut deepest = 0;
     let mut at = 0;
     while let Some(&byte) = text.get(at) {
         match byte {
             b'"' => {
                 // Skip the string, escapes and all, to its closing quote.
-                let Ok(end) = crate::detect::fast::string_end(&text[at + 1..], false) else {
-                    return Ok(None);
-                };
-                at += end;
+                at += crate::detect::fast::string_end(&text[at + 1..], false).ok()?;
             }
             b'[' | b'{' => {
                 depth += 1;
                 if depth > max {
-                    return Err(at);
+                    return Some(at);
                 }
-                deepest = deepest.max(depth);
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
         at += 1;
     }
-    Ok(Some(deepest))
+    None
 }
 
 /// How many problems of its payload a reading lists: a payload of many

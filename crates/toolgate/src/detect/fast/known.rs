@@ -8,15 +8,16 @@
 //! payload was most of the envelope's time on a request.
 //!
 //! Each thread keeps the last few long lists it read whole: text the
-//! reader found to be one JSON array or object, and how deep it nests.
-//! When the bytes at a `tools` value begin with one of them, they are that
-//! value: an array or object ends at its own closing bracket, so the
-//! reader, reading them again, would read exactly those bytes, find them
-//! JSON, and stop where they end. It would also open the same containers,
-//! so the list is taken as read only when its nesting fits what is left of
-//! this reading's bound. Nothing else of a reading depends on the text
-//! skipped. Anything else (another list, a list that nests too deep here,
-//! a short one) is read as before.
+//! reader found to be one JSON array or object within the levels of
+//! nesting it had left (its room). When the bytes at a `tools` value
+//! begin with one of them, they are that value: an array or object ends
+//! at its own closing bracket, so the reader, reading them again, would
+//! read exactly those bytes, find them JSON, and stop where they end. It
+//! would also open the same containers, so the list is taken as read only
+//! where the reading has at least the room it was read within (the
+//! least room any reading of it had, once read again with less). Nothing
+//! else of a reading depends on the text skipped. Anything else (another
+//! list, a list where there is less room, a short one) is read as before.
 
 use std::cell::RefCell;
 
@@ -33,8 +34,8 @@ const UP_TO: usize = 256 * 1024;
 
 struct Known {
     text: Box<str>,
-    /// How deep its containers nest (the list alone: 1).
-    nesting: usize,
+    /// The levels of nesting it was read within: it nests no deeper.
+    room: usize,
 }
 
 thread_local! {
@@ -43,7 +44,8 @@ thread_local! {
 }
 
 /// The length of the list kept on this thread that `text` begins with,
-/// when it nests within `room` more levels; it moves to the front.
+/// when it was read within no more than `room` levels; it moves to the
+/// front.
 pub(super) fn find(text: &[u8], room: usize) -> Option<usize> {
     if text.len() < FROM || !matches!(text.first(), Some(b'[' | b'{')) {
         return None;
@@ -51,7 +53,7 @@ pub(super) fn find(text: &[u8], room: usize) -> Option<usize> {
     KNOWN.with_borrow_mut(|known| {
         let at = known
             .iter()
-            .position(|list| list.nesting <= room && text.starts_with(list.text.as_bytes()))?;
+            .position(|list| list.room <= room && text.starts_with(list.text.as_bytes()))?;
         let len = known[at].text.len();
         known[..=at].rotate_right(1);
         Some(len)
@@ -59,16 +61,19 @@ pub(super) fn find(text: &[u8], room: usize) -> Option<usize> {
 }
 
 /// Keep `text`, a list the reader just found to be one JSON array or
-/// object, when it is long enough to be worth it and not too long.
-pub(super) fn keep(text: &str) {
+/// object within `room` levels of nesting, when it is long enough to be
+/// worth it and not too long; a list kept already is kept with the least
+/// room it was read within.
+pub(super) fn keep(text: &str, room: usize) {
     if !(FROM..=UP_TO).contains(&text.len()) || !text.starts_with(['[', '{']) {
         return;
     }
-    let Some(nesting) = crate::detect::limits::nesting(text.as_bytes()) else {
-        return;
-    };
     KNOWN.with_borrow_mut(|known| {
-        if known.iter().any(|list| &*list.text == text) {
+        // (Read again only where there was less room than it was kept
+        // with: `find` takes it everywhere else.)
+        if let Some(at) = known.iter().position(|list| &*list.text == text) {
+            known[at].room = known[at].room.min(room);
+            known[..=at].rotate_right(1);
             return;
         }
         if known.len() == KEPT {
@@ -78,7 +83,7 @@ pub(super) fn keep(text: &str) {
             0,
             Known {
                 text: text.into(),
-                nesting,
+                room,
             },
         );
     });
@@ -87,6 +92,7 @@ pub(super) fn keep(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::{find, keep, FROM, KEPT};
+    use crate::detect::fast::SKIPPED;
 
     fn list(tag: usize) -> String {
         let tools: Vec<String> = (0..8)
@@ -104,10 +110,18 @@ mod tests {
         let text = list(1);
         assert!(text.len() >= FROM);
         assert_eq!(find(text.as_bytes(), 64), None, "nothing kept yet");
-        keep(&text);
+        // Read within 8 levels (it nests 6: `[ { { { { {`).
+        keep(&text, 8);
         let body = format!("{text},\"model\":\"m\"}}");
         assert_eq!(find(body.as_bytes(), 64), Some(text.len()));
-        // `[ { { { { {`: six levels, no fewer.
+        assert_eq!(find(body.as_bytes(), 8), Some(text.len()));
+        assert_eq!(
+            find(body.as_bytes(), 7),
+            None,
+            "less room than it was read in"
+        );
+        // Read again within 6: taken within 6 from then on.
+        keep(&text, 6);
         assert_eq!(find(body.as_bytes(), 6), Some(text.len()));
         assert_eq!(find(body.as_bytes(), 5), None);
         // Cut short, or another list: not the kept one.
@@ -151,14 +165,29 @@ mod tests {
                 &limits,
             ),
         ];
-        keep(&tools);
+        keep(&tools, 64);
         for (body, limits) in bodies {
             let found = crate::detect::detect_with(body.as_bytes(), limits);
             assert_eq!(found, fresh(&body, limits), "{body}");
         }
-        // (The list was found again, not read: it is still kept.)
-        assert_eq!(find(tools.as_bytes(), 64), Some(tools.len()));
-        let found = crate::detect::detect_with(request(&tools, "}").as_bytes(), &limits);
+        // Found again, not read: no value of the list is skipped, where a
+        // fresh thread skips each of them.
+        let body = request(&tools, "}");
+        let skipped = || SKIPPED.with(std::cell::Cell::get);
+        let before = skipped();
+        let found = crate::detect::detect_with(body.as_bytes(), &limits);
+        let kept = skipped() - before;
+        let (fresh_found, read) = std::thread::spawn(move || {
+            let found = crate::detect::detect_with(body.as_bytes(), &crate::Limits::default());
+            (found, SKIPPED.with(std::cell::Cell::get))
+        })
+        .join()
+        .expect("the reading");
+        assert_eq!(found, fresh_found);
+        assert!(
+            read >= kept + 8 * 9,
+            "{read} values skipped fresh, {kept} kept"
+        );
         assert_eq!(found.calls.len(), 1);
         assert_eq!(found.tools.as_str().trim_end(), tools);
     }
@@ -167,14 +196,14 @@ mod tests {
     fn a_thread_keeps_its_last_few_long_lists() {
         let lists: Vec<String> = (10..=10 + KEPT).map(list).collect();
         for text in &lists {
-            keep(text);
+            keep(text, 64);
         }
         assert_eq!(find(lists[0].as_bytes(), 64), None, "the oldest went");
         for text in &lists[1..] {
             assert_eq!(find(text.as_bytes(), 64), Some(text.len()));
         }
         let short = r#"[{"name":"f"}]"#;
-        keep(short);
+        keep(short, 64);
         assert_eq!(find(short.as_bytes(), 64), None, "too short to keep");
     }
 }
